@@ -1,0 +1,118 @@
+"""Key codecs: how each key dtype becomes an order-preserving unsigned integer.
+
+Radix sort works on unsigned bit patterns. Every supported key dtype has an *order key*: an unsigned
+integer of the same width whose unsigned order is the order numpy's stable sort uses.
+
+- unsigned integers: the bits themselves;
+- signed integers: the bits with the sign bit flipped;
+- IEEE floats: positive values get the sign bit set, negative values have all bits inverted, every
+  NaN (any sign, any payload) becomes all ones (after +inf), and -0.0 becomes +0.0, so the two zeros
+  compare equal and keep their input order.
+
+The float map is not injective (NaNs and the two zeros collapse), so clradix never stores order keys:
+keys travel through the sort in their own bits and the order key is computed in registers each time
+a digit is extracted. Output keys are therefore bit-exact (NaN payloads and the sign of zero survive),
+and no pass is spent on encoding or decoding.
+
+This module is the single place that knows about key types. The OpenCL side of the same map is the
+``order_key`` def in ``cl_templates/common.mako``, rendered from :meth:`KeyCodec.template_args`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_UNSIGNED_CL = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
+_UNSIGNED_NP = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+# Bit pattern of +inf: any magnitude above it is a NaN.
+_FLOAT_INF_BITS = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}
+
+
+@dataclass(frozen=True)
+class KeyCodec:
+    """Everything the kernels and the host need to know about one key dtype."""
+
+    dtype: np.dtype
+    kind: str  # "uint", "int" or "float"
+    bits: int
+
+    @property
+    def itemsize(self):
+        return self.bits // 8
+
+    @property
+    def cl_type(self):
+        """The unsigned OpenCL type that carries the key's bits."""
+        return _UNSIGNED_CL[self.bits]
+
+    @property
+    def unsigned_dtype(self):
+        return np.dtype(_UNSIGNED_NP[self.bits])
+
+    def template_args(self):
+        """Parameters of the ``order_key`` template def."""
+        return {
+            "key_kind": self.kind,
+            "key_bits": self.bits,
+            "key_t": self.cl_type,
+            "key_inf_bits": _FLOAT_INF_BITS.get(self.bits, 0) if self.kind == "float" else 0,
+        }
+
+    def order_key(self, keys):
+        """numpy reference of the order key (the same map the kernels compute)."""
+        keys = np.ascontiguousarray(keys, dtype=self.dtype)
+        u = keys.view(self.unsigned_dtype).copy()
+        ut = self.unsigned_dtype.type
+        sign = ut(1 << (self.bits - 1))
+        ones = ut((1 << self.bits) - 1)
+        if self.kind == "int":
+            u ^= sign
+        elif self.kind == "float":
+            inf_bits = ut(_FLOAT_INF_BITS[self.bits])
+            mag = u & ut(~int(sign) & int(ones))
+            nan = mag > inf_bits
+            u[u == sign] = 0  # -0.0 -> +0.0
+            neg = (u & sign) != 0
+            u[neg] ^= ones
+            u[~neg] ^= sign
+            u[nan] = ones
+        return u
+
+
+_CODECS = {}
+for _dt, _kind in [
+    (np.uint8, "uint"), (np.uint16, "uint"), (np.uint32, "uint"), (np.uint64, "uint"),
+    (np.int8, "int"), (np.int16, "int"), (np.int32, "int"), (np.int64, "int"),
+    (np.float16, "float"), (np.float32, "float"), (np.float64, "float"),
+]:
+    _d = np.dtype(_dt)
+    _CODECS[_d] = KeyCodec(_d, _kind, _d.itemsize * 8)
+
+KEY_DTYPES = tuple(_CODECS)
+
+# Values are moved as opaque bytes: one OpenCL type per width.
+VALUE_CL_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "uint4"}
+
+
+def key_codec(dtype):
+    """The codec of ``dtype``; TypeError naming the dtype when it is not a supported key type."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unsupported key dtype {dtype!r}: expected one of "
+                        f"{', '.join(str(k) for k in KEY_DTYPES)}") from None
+    try:
+        return _CODECS[d]
+    except KeyError:
+        raise TypeError(f"unsupported key dtype {d} (byte order {d.byteorder!r}): expected one of "
+                        f"{', '.join(str(k) for k in KEY_DTYPES)} in native byte order") from None
+
+
+def value_cl_type(dtype):
+    """The OpenCL type that carries a value of ``dtype`` as opaque bytes."""
+    d = np.dtype(dtype)
+    try:
+        return VALUE_CL_TYPES[d.itemsize]
+    except KeyError:
+        raise TypeError(f"unsupported value dtype {d}: values must be 1, 2, 4, 8 or 16 bytes wide, "
+                        f"this one is {d.itemsize}") from None

@@ -1,0 +1,91 @@
+"""Operands: turning what a caller passes (a Buffer or a pyopencl Array) into a checked view.
+
+Every check here runs before anything is enqueued, so a refused call changes no byte.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+
+@dataclass
+class Operand:
+    """A contiguous run of ``n`` elements of ``dtype`` at element ``offset`` of ``buffer``."""
+
+    buffer: object
+    offset: int
+    n: int
+    dtype: np.dtype
+    array: object = None  # the pyopencl Array it came from, if any
+    events: list = field(default_factory=list)
+
+    def at(self):
+        """(buffer, element offset): how the kernels address it."""
+        return self.buffer, self.offset
+
+
+def _buffer_size(buf, what):
+    try:
+        return int(buf.size)
+    except cl.Error as exc:
+        raise ValueError(f"{what} buffer is not usable (released?): {exc}") from None
+
+
+def check_context(ctx, obj_ctx, what):
+    if obj_ctx is not None and obj_ctx != ctx:
+        raise ValueError(f"{what} belongs to another OpenCL context than the Sorter "
+                         f"({obj_ctx.devices[0].name} vs {ctx.devices[0].name})")
+
+
+def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
+    """Check ``obj`` (Buffer or Array) and describe ``n`` elements of it.
+
+    For an Array, dtype and n come from the array (a conflicting ``dtype`` is a TypeError, a
+    larger ``n`` a ValueError). For a Buffer, ``dtype`` (or ``default_dtype``) gives the element
+    type and ``n`` defaults to ``buf.size // itemsize``.
+    """
+    if isinstance(obj, cl_array.Array):
+        if dtype is not None and np.dtype(dtype) != obj.dtype:
+            raise TypeError(f"{what}: dtype={np.dtype(dtype)} given, but the array holds {obj.dtype}")
+        if obj.ndim != 1:
+            raise ValueError(f"{what}: expected a 1-D array, got shape {obj.shape}")
+        if not (obj.flags.c_contiguous or obj.size <= 1):
+            raise ValueError(f"{what}: array is not contiguous (strides {obj.strides} for itemsize "
+                             f"{obj.dtype.itemsize})")
+        check_context(ctx, obj.context, what)
+        size = int(obj.size)
+        if n is None:
+            n = size
+        elif n > size:
+            raise ValueError(f"{what}: n={n} exceeds the array's {size} elements by {n - size}")
+        base = obj.base_data
+        if base is not None:
+            _buffer_size(base, what)
+        if obj.offset % obj.dtype.itemsize:
+            raise ValueError(f"{what}: array offset {obj.offset} bytes is not a multiple of the "
+                             f"itemsize {obj.dtype.itemsize}")
+        return Operand(base, obj.offset // obj.dtype.itemsize, int(n), obj.dtype, obj,
+                       list(obj.events))
+    if isinstance(obj, cl.MemoryObjectHolder):
+        d = np.dtype(dtype if dtype is not None else default_dtype)
+        nbytes = _buffer_size(obj, what)
+        check_context(ctx, obj.context, what)
+        cap = nbytes // d.itemsize
+        if n is None:
+            n = cap
+        elif n * d.itemsize > nbytes:
+            raise ValueError(f"{what}: buffer of {nbytes} bytes is too small for n={n} {d} "
+                             f"({n * d.itemsize} bytes), short by {n * d.itemsize - nbytes} bytes")
+        return Operand(obj, 0, int(n), d)
+    raise TypeError(f"{what}: expected a pyopencl Buffer or pyopencl.array.Array, "
+                    f"got {type(obj).__name__}")
+
+
+def check_n(n, what="n"):
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"{what} must be an integer, got {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"{what} must be non-negative, got {n}")
+    return int(n)

@@ -1,0 +1,96 @@
+"""Template rendering and the program cache.
+
+Kernel sources are Mako templates in ``cl_templates/`` (one ``.cl.mako`` per kernel family), rendered
+with ``strict_undefined=True``: a parameter the template needs but the caller forgot is an error, not
+an empty string. Built programs are memoised per (context, template, parameters); pyopencl's binary
+cache on disk keeps the compiled code between processes.
+"""
+
+import threading
+from pathlib import Path
+
+import pyopencl as cl
+from mako import exceptions as mako_exceptions
+from mako.lookup import TemplateLookup
+
+
+class TemplateRenderError(RuntimeError):
+    """A kernel template failed to render; the message shows the template, its arguments and where."""
+
+
+class KernelBuildError(RuntimeError):
+    """The OpenCL compiler refused a rendered kernel; the message names the device, the parameters
+    and includes the build log."""
+
+
+def template_dir():
+    """The folder holding the ``.mako`` templates: the installed package, or the source checkout."""
+    try:
+        from . import cl_templates  # installed wheel: clradix/cl_templates
+        return Path(cl_templates.__file__).parent
+    except ImportError:
+        here = Path(__file__).resolve().parent.parent / "cl_templates"
+        if here.is_dir():
+            return here
+        raise
+
+
+_lookup = None
+_lookup_lock = threading.Lock()
+
+
+def _get_lookup():
+    global _lookup
+    with _lookup_lock:
+        if _lookup is None:
+            _lookup = TemplateLookup(directories=[str(template_dir())], strict_undefined=True,
+                                     input_encoding="utf-8")
+        return _lookup
+
+
+def render(template_name, **params):
+    """Render ``cl_templates/<template_name>`` with ``params``; TemplateRenderError on failure."""
+    try:
+        return _get_lookup().get_template(template_name).render(**params)
+    except Exception as exc:
+        trace = mako_exceptions.text_error_template().render()
+        raise TemplateRenderError(
+            f"rendering {template_name} with {_fmt_params(params)} failed: "
+            f"{type(exc).__name__}: {exc}\n{trace}") from exc
+
+
+def _fmt_params(params):
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
+
+
+class ProgramCache:
+    """Built programs of one context, keyed by template and parameters. Thread-safe."""
+
+    def __init__(self, context):
+        self.context = context
+        self._programs = {}
+        self._lock = threading.Lock()
+
+    def get(self, template_name, params, options=()):
+        key = (template_name, tuple(sorted(params.items())), tuple(options))
+        with self._lock:
+            prg = self._programs.get(key)
+            if prg is None:
+                prg = self._build(template_name, params, options)
+                self._programs[key] = prg
+            return prg
+
+    def _build(self, template_name, params, options):
+        source = render(template_name, **params)
+        try:
+            return cl.Program(self.context, source).build(options=list(options))
+        except cl.RuntimeError as exc:
+            devices = ", ".join(f"{d.name} ({d.platform.name}, driver {d.driver_version})"
+                                for d in self.context.devices)
+            raise KernelBuildError(
+                f"building {template_name} failed on {devices} with {_fmt_params(params)}:\n"
+                f"{exc}") from exc
+
+    def clear(self):
+        with self._lock:
+            self._programs.clear()

@@ -1,0 +1,350 @@
+"""Host orchestration of the radix sort: Sorter.sort and Sorter.argsort.
+
+A sort is a chain of enqueued kernels, each waiting on the one before; nothing is read back and
+nothing waits on the host. The returned event is the only synchronisation point.
+"""
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
+
+from .device import DeviceProfile
+from .keys import key_codec, value_cl_type
+from .operands import check_context, check_n, operand
+from .policy import PolicyError, plan_sort, validate
+from .render import ProgramCache
+
+# Indices and offsets are 32-bit below this many keys, 64-bit from it on (a module constant so that
+# tests can force the 64-bit kernels at small sizes).
+INDEX32_LIMIT = 2 ** 31
+
+_VALUE_ITEMSIZES = (1, 2, 4, 8, 16)
+
+
+def _index_t(n):
+    return ("uint", np.uint32) if n < INDEX32_LIMIT else ("ulong", np.uint64)
+
+
+class _Kernels:
+    """The kernels of one built program, with their scalar argument types set."""
+
+    def __init__(self, program, index_np, key_np, has_values, iota_ok):
+        ulong, uint = np.uint64, np.uint32
+        self.count = program.rts_count
+        self.count.set_scalar_arg_dtypes(
+            [None, ulong, None, index_np, index_np, uint, uint, uint, key_np])
+        self.scan = program.rts_scan
+        self.scan.set_scalar_arg_dtypes([None, uint])
+        self.scatter = program.rts_scatter
+        vals = [None, ulong, None, ulong, uint] if has_values else []
+        self.scatter.set_scalar_arg_dtypes(
+            [None, ulong, None, ulong] + vals
+            + [None, index_np, index_np, uint, uint, uint, key_np, uint])
+        self.iota = None
+        if iota_ok:
+            self.iota = program.rts_iota
+            self.iota.set_scalar_arg_dtypes([None, ulong, index_np])
+
+
+class Sorter:
+    """Stable radix sort, argsort of OpenCL buffers on one context.
+
+    ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` and ``blocks_per_cu`` override
+    the planner's policy (for tests and benchmarks); left as None, the planner chooses per device.
+    ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
+    by default they are allocated immediately so that a failed allocation raises before anything
+    is enqueued.
+    """
+
+    def __init__(self, context, *, radix_bits=None, wg_size=None, items_per_thread=None,
+                 algorithm=None, blocks_per_cu=None, allocator=None):
+        if not isinstance(context, cl.Context):
+            raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
+        self.context = context
+        self.allocator = allocator
+        self.overrides = dict(radix_bits=radix_bits, wg_size=wg_size,
+                              items_per_thread=items_per_thread, algorithm=algorithm,
+                              blocks_per_cu=blocks_per_cu)
+        self._programs = ProgramCache(context)
+        self._profiles = {}
+        self._kernels = {}
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ public API
+
+    def sort(self, queue, buf, *, dtype=None, n=None, values=None, value_dtype=None,
+             descending=False, begin_bit=0, end_bit=None, wait_for=None, allocator=None):
+        """Sort ``buf`` in place (stable) and return the event of the last enqueued command.
+
+        ``buf`` is a pyopencl Buffer (keys of ``dtype``, default uint32; ``n`` defaults to all of
+        it) or a 1-D contiguous pyopencl Array (dtype and n from the array). ``values`` (Buffer or
+        Array of 1, 2, 4, 8 or 16-byte elements, ``value_dtype`` for a Buffer whose size does not
+        tell) is permuted with the keys. ``begin_bit``/``end_bit`` restrict the sort to those bits
+        of the order key. Floats sort like numpy: NaN last (first when descending), -0.0 == +0.0.
+        """
+        self._check_queue(queue)
+        keys = operand(buf, self.context, "keys", dtype=dtype,
+                       n=None if n is None else check_n(n), default_dtype=np.uint32)
+        codec = key_codec(keys.dtype)
+        n = keys.n
+        vals = None
+        if values is not None:
+            if values is buf:
+                raise ValueError("values must be another buffer than the keys")
+            vals = self._value_operand(values, value_dtype, n)
+        begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
+        wait = _events(wait_for) + keys.events + (vals.events if vals else [])
+
+        if n <= 1 or begin_bit == end_bit:
+            return self._done(queue, None, wait, keys, vals)
+        dev = queue.device
+        index_name, index_np = _index_t(n)
+        value_t = value_cl_type(vals.dtype) if vals else None
+        policy, knl = self._prepare(dev, codec, value_t, index_name, index_np, n)
+        alloc = self._allocator(queue, allocator)
+        passes = _passes(policy.radix_bits, begin_bit, end_bit)
+        kat = keys.at()
+        key_io, key_copy = _stream(kat, kat, len(passes), alloc, n * codec.itemsize)
+        val_io = val_copy = None
+        if vals:
+            vat = vals.at()
+            val_io, val_copy = _stream(vat, vat, len(passes), alloc, n * vals.dtype.itemsize)
+        evt = self._enqueue_passes(queue, knl, policy, codec, n, passes, descending,
+                                   key_io, val_io, False, alloc, index_np, wait)
+        evt = _enqueue_copy(queue, key_copy, n * codec.itemsize, codec.itemsize, evt)
+        if vals:
+            evt = _enqueue_copy(queue, val_copy, n * vals.dtype.itemsize, vals.dtype.itemsize, evt)
+        return self._done(queue, evt, wait, keys, vals)
+
+    def argsort(self, queue, keys, *, dtype=None, n=None, out=None, descending=False,
+                begin_bit=0, end_bit=None, wait_for=None, allocator=None):
+        """Stable argsort: returns ``(indices, event)``; ``keys`` are left unchanged.
+
+        ``indices`` is a pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` (Array or
+        Buffer of that dtype) when given.
+        """
+        self._check_queue(queue)
+        k = operand(keys, self.context, "keys", dtype=dtype,
+                    n=None if n is None else check_n(n), default_dtype=np.uint32)
+        codec = key_codec(k.dtype)
+        n = k.n
+        idx_dtype = np.dtype(np.uint32 if n < 2 ** 32 else np.uint64)
+        begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
+        if out is None:
+            out_arr = cl_array.empty(queue, n, idx_dtype, allocator=allocator or self.allocator)
+            o = operand(out_arr, self.context, "out")
+        else:
+            o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
+            if o.dtype != idx_dtype:
+                raise TypeError(f"out: expected {idx_dtype} indices for n={n}, got {o.dtype}")
+            out_arr = out if isinstance(out, cl_array.Array) else None
+        wait = _events(wait_for) + k.events + o.events
+
+        if n == 0:
+            return out_arr, self._done(queue, None, wait, o)
+        dev = queue.device
+        index_name, index_np = _index_t(n)
+        value_t = value_cl_type(idx_dtype)
+        policy, knl = self._prepare(dev, codec, value_t, index_name, index_np, n)
+        passes = _passes(policy.radix_bits, begin_bit, end_bit)
+        if not passes or n == 1:
+            with self._lock:
+                evt = knl.iota(queue, (_round_up(n, 256),), None, o.buffer, o.offset, n,
+                               wait_for=wait or None)
+            return out_arr, self._done(queue, evt, wait, o)
+        alloc = self._allocator(queue, allocator)
+        key_io, _ = _stream(k.at(), None, len(passes), alloc, n * codec.itemsize)
+        val_io, _ = _stream(None, o.at(), len(passes), alloc, n * idx_dtype.itemsize)
+        evt = self._enqueue_passes(queue, knl, policy, codec, n, passes, descending,
+                                   key_io, val_io, True, alloc, index_np, wait)
+        return out_arr, self._done(queue, evt, wait, o)
+
+    def plan(self, device, dtype, n, value_dtype=None):
+        """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
+        codec = key_codec(dtype)
+        vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else None
+        return plan_sort(self._profile(device), codec, vbytes, n, **self.overrides)
+
+    def clear_caches(self):
+        """Release built programs (they are rebuilt, from pyopencl's disk cache, on next use)."""
+        with self._lock:
+            self._kernels.clear()
+            self._programs.clear()
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_queue(self, queue):
+        if not isinstance(queue, cl.CommandQueue):
+            raise TypeError(f"expected a pyopencl.CommandQueue, got {type(queue).__name__}")
+        check_context(self.context, queue.context, "queue")
+
+    def _value_operand(self, values, value_dtype, n):
+        if value_dtype is None and isinstance(values, cl.MemoryObjectHolder):
+            size = values.size
+            if n and size % n == 0 and size // n in _VALUE_ITEMSIZES:
+                value_dtype = np.dtype(f"V{size // n}") if size // n == 16 else \
+                    np.dtype(f"u{size // n}")
+            else:
+                raise ValueError(f"values: cannot tell the value size from a buffer of {size} bytes "
+                                 f"for n={n} keys; pass value_dtype=")
+        vals = operand(values, self.context, "values", dtype=value_dtype, n=None)
+        if vals.n < n:
+            raise ValueError(f"values: {vals.n} elements are fewer than the {n} keys "
+                             f"(short by {n - vals.n})")
+        value_cl_type(vals.dtype)  # TypeError for unsupported widths
+        vals.n = n
+        return vals
+
+    def _profile(self, device):
+        prof = self._profiles.get(device.int_ptr)
+        if prof is None:
+            prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
+        return prof
+
+    def _prepare(self, device, codec, value_t, index_name, index_np, n):
+        """Plan, validate and build: everything that can fail before the first enqueue."""
+        profile = self._profile(device)
+        policy = plan_sort(profile, codec, None, n, **self.overrides)
+        validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize)
+        params = dict(codec.template_args(), radix_bits=policy.radix_bits, wg=policy.wg_size,
+                      ipt=policy.items_per_thread, value_t=value_t, index_t=index_name)
+        key = tuple(sorted(params.items()))
+        with self._lock:
+            knl = self._kernels.get(key)
+            if knl is None:
+                prg = self._programs.get("radix_sort.cl.mako", params)
+                knl = _Kernels(prg, index_np, codec.unsigned_dtype.type, value_t is not None,
+                               value_t in ("uint", "ulong"))
+                for k in (knl.count, knl.scan, knl.scatter):
+                    wg_max = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                   device)
+                    if wg_max < policy.wg_size:
+                        raise PolicyError(
+                            f"{k.function_name} runs at most {wg_max} work-items per group on "
+                            f"{profile.describe()}; the policy asks for {policy.wg_size}")
+                self._kernels[key] = knl
+        return policy, knl
+
+    def _allocator(self, queue, allocator):
+        alloc = allocator or self.allocator
+        if alloc is None:
+            alloc = cl_tools.ImmediateAllocator(queue)
+
+        def allocate(nbytes):
+            try:
+                return alloc(max(int(nbytes), 1))
+            except cl.Error as exc:
+                raise MemoryError(f"allocating {int(nbytes)} bytes of temporary memory on "
+                                  f"{queue.device.name} failed: {exc}") from exc
+        return allocate
+
+    def _enqueue_passes(self, queue, knl, policy, codec, n, passes, descending, key_io, val_io,
+                        iota, alloc, index_np, wait):
+        wg = policy.wg_size
+        num_tiles = -(-n // policy.tile)
+        max_blocks = max(1, self._profile(queue.device).compute_units * policy.blocks_per_cu,
+                         -(-n // (2 ** 31)))
+        tpb = -(-num_tiles // min(num_tiles, max_blocks))
+        blocks = -(-num_tiles // tpb)
+        m = policy.radix * blocks
+        counts = alloc(m * np.dtype(index_np).itemsize)
+        ones = (1 << codec.bits) - 1
+        flip = codec.unsigned_dtype.type(ones if descending else 0)
+        evt_list = wait or None
+        gsize = (blocks * wg,)
+        with self._lock:
+            for p, (shift, bits) in enumerate(passes):
+                (kin, kin_off), kout = key_io[p]
+                digit_mask = (1 << bits) - 1
+                evt = knl.count(queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift,
+                                digit_mask, flip, wait_for=evt_list)
+                evt = knl.scan(queue, (wg,), (wg,), counts, m, wait_for=[evt])
+                kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
+                args = [kin, kin_off, kout_buf, kout_off]
+                if val_io is not None:
+                    vin, (vout, vout_off) = val_io[p]
+                    use_iota = iota and p == 0
+                    vin_buf, vin_off = (vout, vout_off) if use_iota else vin
+                    args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
+                args += [counts, n, tpb, blocks, shift, digit_mask, flip, int(kout is not None)]
+                evt = knl.scatter(queue, gsize, (wg,), *args, wait_for=[evt])
+                evt_list = [evt]
+        return evt
+
+    def _done(self, queue, evt, wait, *operands):
+        """The call's event (a marker when nothing was enqueued), attached to the arrays."""
+        if evt is None:
+            evt = cl.enqueue_marker(queue, wait_for=wait or None)
+        for op in operands:
+            if op is not None and op.array is not None:
+                op.array.add_event(evt)
+        return evt
+
+
+def _events(wait_for):
+    if wait_for is None:
+        return []
+    return [e for e in wait_for if e is not None]
+
+
+def _round_up(x, m):
+    return -(-x // m) * m
+
+
+def _bit_range(codec, begin_bit, end_bit):
+    bits = codec.bits
+    if end_bit is None:
+        end_bit = bits
+    for name, v in (("begin_bit", begin_bit), ("end_bit", end_bit)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
+    if not 0 <= begin_bit <= end_bit <= bits:
+        raise ValueError(f"bit range [{begin_bit}, {end_bit}) is outside the {bits} bits of "
+                         f"{codec.dtype} keys (need 0 <= begin_bit <= end_bit <= {bits})")
+    return int(begin_bit), int(end_bit)
+
+
+def _passes(radix_bits, begin_bit, end_bit):
+    return [(s, min(radix_bits, end_bit - s)) for s in range(begin_bit, end_bit, radix_bits)]
+
+
+def _stream(src, dst, npasses, alloc, nbytes):
+    """(input, output) of each pass for one stream (keys or values), and the copy still owed.
+
+    ``src`` None means the first pass generates the data (argsort's indices); ``dst`` None means the
+    last pass need not write (argsort's keys). In place (src is dst), passes alternate between a
+    temporary and the buffer; an odd pass count leaves the result in the temporary, and the
+    returned copy ``(from, to)`` moves it home.
+    """
+    if src is not None and src is dst:
+        tmp = (alloc(nbytes), 0)
+        outs = [tmp if p % 2 == 0 else dst for p in range(npasses)]
+        copy = (tmp, dst) if npasses % 2 else None
+    else:
+        temps = []
+        outs = []
+        for p in range(npasses):
+            back = npasses - 1 - p  # passes after this one
+            if dst is not None and back % 2 == 0:
+                outs.append(dst)
+                continue
+            if dst is None and back == 0:
+                outs.append(None)
+                continue
+            slot = (back - 1) % 2 if dst is None else 0
+            while len(temps) <= slot:
+                temps.append((alloc(nbytes), 0))
+            outs.append(temps[slot])
+        copy = None
+    return list(zip([src] + outs[:-1], outs)), copy
+
+
+def _enqueue_copy(queue, copy, nbytes, itemsize, evt):
+    if copy is None:
+        return evt
+    (src, src_off), (dst, dst_off) = copy
+    return cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_off * itemsize,
+                           dst_offset=dst_off * itemsize, wait_for=[evt])
