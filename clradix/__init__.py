@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 from .keys import KEY_DTYPES, KeyCodec, key_codec  # noqa: E402
 from .policy import PolicyError, SortPolicy  # noqa: E402
 from .render import KernelBuildError, TemplateRenderError  # noqa: E402
-from .sort import Sorter  # noqa: E402
+from .sorter import Sorter  # noqa: E402
 from .api import argsort, sort, sorter_for  # noqa: E402
 
 __all__ = [

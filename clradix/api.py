@@ -7,7 +7,7 @@ import pyopencl.array as cl_array
 
 from .keys import key_codec
 from .operands import operand
-from .sort import Sorter
+from .sorter import Sorter
 
 _sorters = weakref.WeakKeyDictionary()
 _sorters_lock = threading.Lock()

@@ -55,3 +55,48 @@ class DeviceProfile:
 
     def describe(self):
         return f"{self.name} ({self.platform}, driver {self.driver_version})"
+
+
+_PROBE_SRC = "__kernel void clradix_probe(__global uint* a) { a[get_global_id(0)] = 1u; }"
+_probe_results = {}
+
+
+def can_build(device):
+    """Whether ``device`` compiles OpenCL C at all (some installed drivers cannot: a CPU driver
+    whose LLVM does not know the host processor, say). Memoised per device."""
+    key = device.int_ptr
+    if key not in _probe_results:
+        try:
+            cl.Program(cl.Context([device]), _PROBE_SRC).build()
+            _probe_results[key] = True
+        except cl.Error:
+            _probe_results[key] = False
+    return _probe_results[key]
+
+
+def all_devices():
+    """Every device of every platform, in platform order."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return []
+    return [d for p in platforms for d in p.get_devices()]
+
+
+def default_device():
+    """The device clradix uses when the caller names none.
+
+    ``PYOPENCL_CTX`` is honoured as pyopencl does; otherwise the first GPU that builds kernels,
+    else the first other device that builds kernels (PoCL on the CPU on a machine without a GPU).
+    """
+    import os
+    if os.environ.get("PYOPENCL_CTX"):
+        return cl.create_some_context(interactive=False).devices[0]
+    devices = all_devices()
+    for want_gpu in (True, False):
+        for d in devices:
+            if bool(d.type & cl.device_type.GPU) == want_gpu and can_build(d):
+                return d
+    raise RuntimeError("no OpenCL device that can build kernels was found: install an OpenCL "
+                       "driver (for the CPU: pip install pocl-binary-distribution, or Debian's "
+                       "pocl-opencl-icd)")

@@ -1,0 +1,69 @@
+"""Test devices and shared fixtures.
+
+Tests run on clradix's default device (PoCL on the CPU on a machine without a GPU). Set
+``CLRADIX_TEST_DEVICES`` to ``all`` to run on every device that builds kernels, or to a
+comma-separated list of name substrings to pick devices.
+"""
+
+import os
+import zlib
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from clradix.device import all_devices, can_build, default_device
+
+
+def _test_devices():
+    spec = os.environ.get("CLRADIX_TEST_DEVICES", "").strip()
+    if not spec:
+        return [default_device()]
+    usable = [d for d in all_devices() if can_build(d)]
+    if spec == "all":
+        return usable
+    wanted = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    picked = [d for d in usable if any(w in f"{d.platform.name} {d.name}".lower() for w in wanted)]
+    if not picked:
+        raise pytest.UsageError(f"CLRADIX_TEST_DEVICES={spec!r} matches no usable device")
+    return picked
+
+
+_DEVICES = _test_devices()
+
+
+@pytest.fixture(scope="session", params=_DEVICES, ids=lambda d: d.name.strip()[:40])
+def ctx(request):
+    return cl.Context([request.param])
+
+
+@pytest.fixture(scope="session")
+def queue(ctx):
+    return cl.CommandQueue(ctx)
+
+
+@pytest.fixture
+def rng(request):
+    """A fresh generator per test, seeded from the test's name (repeatable, different per test)."""
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def poison(queue, buf, nbytes=None, byte=0xA5):
+    """Fill ``buf`` with a poison byte pattern (so unwritten output cannot pass for correct)."""
+    nbytes = buf.size if nbytes is None else nbytes
+    if nbytes:
+        cl.enqueue_fill_buffer(queue, buf, np.uint8(byte), 0, nbytes).wait()
+
+
+@pytest.fixture
+def poisoning_allocator(queue):
+    """An allocator whose buffers start full of poison, to catch reads of unwritten temporaries."""
+    allocated = []
+
+    def alloc(nbytes):
+        buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
+        poison(queue, buf)
+        allocated.append(nbytes)
+        return buf
+    alloc.allocated = allocated
+    return alloc

@@ -1,0 +1,52 @@
+"""Planner and policy validation (pure functions of a device profile)."""
+
+import numpy as np
+import pytest
+
+from clradix.device import DeviceProfile
+from clradix.keys import key_codec
+from clradix.policy import PolicyError, SortPolicy, plan_sort, validate
+
+
+def profile(**kw):
+    base = dict(name="Test GPU", vendor="Vendor", platform="Platform", driver_version="1.0",
+                device_type="gpu", compute_units=16, local_mem_bytes=48 * 1024, max_wg_size=1024,
+                max_alloc_bytes=2 ** 32, extensions=frozenset())
+    base.update(kw)
+    return DeviceProfile(**base)
+
+
+def test_plan_is_deterministic_and_respects_overrides():
+    p = profile()
+    c = key_codec(np.float32)
+    assert plan_sort(p, c, None, 10 ** 6) == plan_sort(p, c, None, 10 ** 6)
+    forced = plan_sort(p, c, None, 10 ** 6, radix_bits=4, wg_size=64)
+    assert (forced.radix_bits, forced.wg_size) == (4, 64)
+    with pytest.raises(TypeError, match="unknown policy override"):
+        plan_sort(p, c, None, 10, bogus=1)
+
+
+def test_plan_shrinks_wg_to_device():
+    pol = plan_sort(profile(max_wg_size=96), key_codec(np.uint32), None, 10 ** 6)
+    assert pol.wg_size == 64
+
+
+@pytest.mark.parametrize("device_type", ["gpu", "cpu"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.float64])
+def test_default_policies_fit(device_type, dtype):
+    p = profile(device_type=device_type)
+    c = key_codec(dtype)
+    validate(plan_sort(p, c, None, 10 ** 6), p, c.itemsize, 8)
+
+
+def test_local_memory_error_names_device():
+    p = profile(local_mem_bytes=16 * 1024, name="Tiny GPU")
+    pol = SortPolicy("reduce_then_scan", 8, 256, 8, 4)
+    with pytest.raises(PolicyError, match="too little local memory on Tiny GPU"):
+        validate(pol, p, 8, 8)
+
+
+def test_wg_beyond_device_names_device():
+    p = profile(max_wg_size=256, name="Small GPU")
+    with pytest.raises(PolicyError, match="maximum work-group size 256 of Small GPU"):
+        validate(SortPolicy("reduce_then_scan", 8, 512, 2, 4), p, 4, 4)

@@ -1,0 +1,269 @@
+"""Sort and argsort against numpy: every key dtype, radix bits, boundary sizes, distributions."""
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pytest
+
+import clradix
+from clradix import sorter as sort_mod
+from clradix.keys import KEY_DTYPES
+
+from conftest import poison
+from data import DISTRIBUTIONS, float_specials, uniform
+from reference import bits_of, ref_argsort
+
+DTYPES = [np.dtype(d) for d in KEY_DTYPES]
+DT_IDS = [str(d) for d in DTYPES]
+# A small policy so that work-group and tile boundaries are small sizes.
+WG, IPT = 64, 4
+TILE = WG * IPT
+
+
+@pytest.fixture(scope="module")
+def sorters(ctx):
+    """Sorters of the small test policy, one per radix bits, plus the planner's default."""
+    s = {rb: clradix.Sorter(ctx, radix_bits=rb, wg_size=WG, items_per_thread=IPT)
+         for rb in (2, 4, 8)}
+    s["default"] = clradix.Sorter(ctx)
+    return s
+
+
+def run_sort(queue, sorter, keys, with_values=True, allocator=None, **kw):
+    """Sort ``keys`` (values = original index) on the device; return (keys, values) read back."""
+    d_keys = cl_array.to_device(queue, keys)
+    d_vals = None
+    if with_values:
+        d_vals = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
+    evt = sorter.sort(queue, d_keys, values=d_vals, allocator=allocator, **kw)
+    assert isinstance(evt, cl.Event)
+    evt.wait()
+    return d_keys.get(), (d_vals.get() if with_values else None)
+
+
+def check(keys, out_keys, out_vals, **kw):
+    order = ref_argsort(keys, **kw)
+    np.testing.assert_array_equal(bits_of(out_keys), bits_of(keys[order]))
+    if out_vals is not None:
+        np.testing.assert_array_equal(out_vals, order)
+
+
+BOUNDARY_SIZES = [0, 1, 2, WG - 1, WG, WG + 1, TILE - 1, TILE, TILE + 1, 37 * TILE + 19]
+
+
+@pytest.mark.parametrize("radix_bits", [2, 4, 8])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_boundary_sizes(queue, sorters, rng, poisoning_allocator, dtype, radix_bits):
+    for n in BOUNDARY_SIZES:
+        keys = uniform(rng, dtype, n)
+        out_k, out_v = run_sort(queue, sorters[radix_bits], keys, allocator=poisoning_allocator)
+        check(keys, out_k, out_v)
+    keys = float_specials(rng, dtype, 3 * TILE + 5)
+    out_k, _ = run_sort(queue, sorters[radix_bits], keys, with_values=False)
+    check(keys, out_k, None)
+
+
+@pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_distributions(queue, sorters, rng, dtype, dist):
+    keys = DISTRIBUTIONS[dist](rng, dtype, 11 * TILE + 77)
+    for which in (4, "default"):
+        out_k, out_v = run_sort(queue, sorters[which], keys)
+        check(keys, out_k, out_v)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_large(queue, sorters, rng, dtype):
+    keys = float_specials(rng, dtype, 1_000_003)
+    out_k, out_v = run_sort(queue, sorters["default"], keys)
+    check(keys, out_k, out_v)
+
+
+@pytest.mark.parametrize("radix_bits", [2, 4])
+@pytest.mark.parametrize("dtype", [np.uint32, np.float64], ids=["uint32", "float64"])
+def test_large_small_radix(queue, sorters, rng, dtype, radix_bits):
+    keys = uniform(rng, dtype, 1_000_003)
+    out_k, out_v = run_sort(queue, sorters[radix_bits], keys)
+    check(keys, out_k, out_v)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_descending_stable(queue, sorters, rng, dtype):
+    for dist in ("distinct16", "float_specials"):
+        keys = DISTRIBUTIONS[dist](rng, dtype, 5 * TILE + 3)
+        for which in (8, "default"):
+            out_k, out_v = run_sort(queue, sorters[which], keys, descending=True)
+            check(keys, out_k, out_v, descending=True)
+
+
+@pytest.mark.parametrize("dtype,begin,end", [
+    (np.uint32, 0, 0), (np.uint32, 4, 12), (np.uint32, 3, 11), (np.uint32, 0, 12),
+    (np.uint32, 24, 32), (np.int64, 8, 40), (np.float32, 16, 32), (np.uint8, 1, 7),
+    (np.uint16, 0, 16), (np.float64, 60, 64),
+])
+@pytest.mark.parametrize("radix_bits", [4, 8])
+def test_bit_ranges(queue, sorters, rng, dtype, begin, end, radix_bits):
+    keys = uniform(rng, dtype, 9 * TILE + 1)
+    out_k, out_v = run_sort(queue, sorters[radix_bits], keys, begin_bit=begin, end_bit=end)
+    check(keys, out_k, out_v, begin_bit=begin, end_bit=end)
+
+
+def test_float_order_matches_numpy_sort(queue, sorters, rng):
+    """The codec agrees with numpy's own sort (not only with clradix's reference)."""
+    for dtype in (np.float16, np.float32, np.float64):
+        keys = float_specials(rng, dtype, 7 * TILE)
+        out_k, _ = run_sort(queue, sorters["default"], keys, with_values=False)
+        np.testing.assert_array_equal(bits_of(out_k), bits_of(np.sort(keys, kind="stable")))
+        idx = clradix.argsort(cl_array.to_device(queue, keys)).get()
+        np.testing.assert_array_equal(idx, np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
+def test_value_widths(queue, sorters, rng, width):
+    n = 6 * TILE + 9
+    keys = distinct16(rng, n)
+    vals = rng.integers(0, 256, n * width, dtype=np.uint8)
+    vdt = np.dtype(f"u{width}") if width <= 8 else np.dtype("V16")
+    d_keys = cl_array.to_device(queue, keys)
+    d_vals = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                       hostbuf=vals)
+    for which in (8, "default"):
+        d_keys.set(keys)
+        cl.enqueue_copy(queue, d_vals, vals)
+        sorters[which].sort(queue, d_keys, values=d_vals, value_dtype=vdt).wait()
+        out = np.empty_like(vals)
+        cl.enqueue_copy(queue, out, d_vals)
+        order = ref_argsort(keys)
+        np.testing.assert_array_equal(out.reshape(n, width), vals.reshape(n, width)[order])
+
+
+def distinct16(rng, n):
+    return DISTRIBUTIONS["distinct16"](rng, np.uint32, n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_argsort(queue, sorters, rng, poisoning_allocator, dtype):
+    for n in (0, 1, 2, TILE + 1, 13 * TILE + 5):
+        keys = float_specials(rng, dtype, n)
+        d_keys = cl_array.to_device(queue, keys)
+        for which in (8, "default"):
+            for desc in (False, True):
+                idx, evt = sorters[which].argsort(queue, d_keys, descending=desc,
+                                                  allocator=poisoning_allocator)
+                evt.wait()
+                assert idx.dtype == np.uint32 and idx.shape == (n,)
+                np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=desc))
+        np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))  # input unchanged
+
+
+def test_argsort_out_and_bits(queue, sorters, rng):
+    n = 5 * TILE + 1
+    keys = uniform(rng, np.uint32, n)
+    d_keys = cl_array.to_device(queue, keys)
+    out = cl_array.empty(queue, n, np.uint32)
+    for begin, end in ((0, 0), (0, 8), (5, 13), (0, 32)):
+        poison(queue, out.data)
+        idx, evt = sorters[8].argsort(queue, d_keys, out=out, begin_bit=begin, end_bit=end)
+        evt.wait()
+        assert idx is out
+        np.testing.assert_array_equal(out.get(), ref_argsort(keys, begin_bit=begin, end_bit=end))
+
+
+def test_buffer_api_partial_n(queue, sorters, rng):
+    """A Buffer with n < its size: the first n keys sort, the bytes after them stay."""
+    keys = uniform(rng, np.uint64, 4 * TILE)
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=keys)
+    n = 3 * TILE - 7
+    for which in (2, "default"):
+        cl.enqueue_copy(queue, buf, keys)
+        evt = sorters[which].sort(queue, buf, dtype=np.uint64, n=n)
+        out = np.empty_like(keys)
+        cl.enqueue_copy(queue, out, buf, wait_for=[evt])
+        np.testing.assert_array_equal(out[:n], np.sort(keys[:n]))
+        np.testing.assert_array_equal(out[n:], keys[n:])
+
+
+def test_buffer_default_dtype_is_uint32(queue, sorters, rng):
+    keys = uniform(rng, np.uint32, 2 * TILE + 3)
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=keys)
+    sorters["default"].sort(queue, buf).wait()
+    out = np.empty_like(keys)
+    cl.enqueue_copy(queue, out, buf)
+    np.testing.assert_array_equal(out, np.sort(keys))
+
+
+def test_array_view_with_offset(queue, sorters, rng):
+    keys = uniform(rng, np.int32, 6 * TILE)
+    d = cl_array.to_device(queue, keys)
+    view = d[TILE + 3: 5 * TILE - 1]
+    vals = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
+    vview = vals[7: 7 + view.size]
+    sorters[4].sort(queue, view, values=vview).wait()
+    expect = keys.copy()
+    part = keys[TILE + 3: 5 * TILE - 1]
+    order = ref_argsort(part)
+    expect[TILE + 3: 5 * TILE - 1] = part[order]
+    np.testing.assert_array_equal(d.get(), expect)
+    v = np.arange(keys.size, dtype=np.uint32)
+    v[7: 7 + view.size] = v[7: 7 + view.size][order]
+    np.testing.assert_array_equal(vals.get(), v)
+
+
+def test_odd_pass_count_copies_home(queue, sorters, rng):
+    """uint8 keys at 8 bits take one pass: the result must still land in the caller's buffer."""
+    keys = uniform(rng, np.uint8, 7 * TILE + 1)
+    out_k, out_v = run_sort(queue, sorters[8], keys)
+    check(keys, out_k, out_v)
+    out_k, out_v = run_sort(queue, sorters[4], keys, begin_bit=0, end_bit=4)
+    check(keys, out_k, out_v, begin_bit=0, end_bit=4)
+
+
+def test_wait_for_and_event(queue, sorters, rng):
+    """Nothing runs before wait_for completes, and the returned event covers the whole sort."""
+    keys = uniform(rng, np.float32, 20 * TILE)
+    d = cl_array.to_device(queue, keys)
+    queue.finish()
+    gate = cl.UserEvent(queue.context)
+    evt = sorters["default"].sort(queue, d, wait_for=[gate])
+    assert evt.command_execution_status != cl.command_execution_status.COMPLETE
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    evt.wait()
+    out = np.empty_like(keys)
+    cl.enqueue_copy(queue, out, d.data)
+    np.testing.assert_array_equal(bits_of(out), bits_of(np.sort(keys, kind="stable")))
+
+
+def test_index64_kernels(queue, ctx, rng, monkeypatch):
+    """The 64-bit index/offset kernels (used from 2**31 keys on) sort correctly at small n."""
+    monkeypatch.setattr(sort_mod, "INDEX32_LIMIT", 0)
+    sorter = clradix.Sorter(ctx, radix_bits=8, wg_size=WG, items_per_thread=IPT)
+    for dtype in (np.uint32, np.float64):
+        keys = float_specials(rng, dtype, 9 * TILE + 11)
+        out_k, out_v = run_sort(queue, sorter, keys)
+        check(keys, out_k, out_v)
+        idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys), descending=True)
+        np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=True))
+
+
+def test_module_functions(queue, rng):
+    keys = float_specials(rng, np.float32, 3000)
+    d = cl_array.to_device(queue, keys)
+    s = clradix.sort(d)
+    assert s is not d
+    np.testing.assert_array_equal(bits_of(s.get()), bits_of(np.sort(keys, kind="stable")))
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys))
+    sd = clradix.sort(d, descending=True)
+    np.testing.assert_array_equal(bits_of(sd.get()), bits_of(keys[ref_argsort(keys, True)]))
+    np.testing.assert_array_equal(clradix.argsort(d).get(), np.argsort(keys, kind="stable"))
+
+
+def test_many_blocks_and_tiles_per_block(queue, ctx, rng):
+    """Blocks that each own many tiles, and more blocks than compute units."""
+    for bpc in (1, 16):
+        sorter = clradix.Sorter(ctx, radix_bits=8, wg_size=WG, items_per_thread=IPT,
+                                blocks_per_cu=bpc)
+        keys = DISTRIBUTIONS["entropy_reduced"](rng, np.uint32, 200 * TILE + 17)
+        out_k, out_v = run_sort(queue, sorter, keys)
+        check(keys, out_k, out_v)
