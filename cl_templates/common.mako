@@ -49,3 +49,83 @@ inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
     return inclusive - v;
 }
 </%def>
+
+## Subgroup primitives for ranking (seed 003's SIMD counting), one back-end per device:
+##   "ptx"    NVIDIA: inline PTX (match.any.sync, %lanemask_lt, bar.warp.sync); warps of 32
+##   "khr"    cl_khr_subgroup_ballot: a ballot per digit bit builds the match mask
+##   "intel"  cl_intel_subgroups: shuffles build the match mask
+##   "local"  emulated through local memory (any OpenCL device): virtual subgroups of sg_size
+##            consecutive work-items; sg_sync is a work-group barrier, so every work-item must call
+##            these the same number of times.
+## Each back-end defines: sg_lane(), sg_id(), sg_lt_mask(), sg_match(d, scratch), sg_sync().
+## sg_match(d) is the mask of lanes holding the same d, for d < 2**match_bits.
+## `scratch` is __local uint[wg] (only the "local" back-end uses it).
+<%def name="sg_primitives(backend, sg_size, wg, match_bits)">
+<% full = (1 << sg_size) - 1 %>
+% if backend == "ptx":
+inline uint sg_lane(void) { uint r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+inline uint sg_id(void) { return get_local_id(0) >> 5; }
+inline uint sg_lt_mask(void) { uint r; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(r)); return r; }
+inline void sg_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+inline uint sg_match(uint d, __local uint* scratch)
+{
+    uint m;
+    asm volatile("match.any.sync.b32 %0, %1, -1;" : "=r"(m) : "r"(d));
+    return m;
+}
+% elif backend == "khr":
+inline uint sg_lane(void) { return get_sub_group_local_id(); }
+inline uint sg_id(void) { return get_sub_group_id(); }
+inline uint sg_lt_mask(void) { return get_sub_group_lt_mask().x; }
+inline void sg_sync(void) { sub_group_barrier(CLK_LOCAL_MEM_FENCE); }
+inline uint sg_match(uint d, __local uint* scratch)
+{
+    uint m = ${hex(full)}u;
+    for (uint b = 0; b < ${match_bits}; ++b) {
+        const uint bit = (d >> b) & 1u;
+        const uint bal = sub_group_ballot((int)bit).x;
+        m &= bit ? bal : ~bal;
+    }
+    return m;
+}
+% elif backend == "intel":
+inline uint sg_lane(void) { return get_sub_group_local_id(); }
+inline uint sg_id(void) { return get_sub_group_id(); }
+inline uint sg_lt_mask(void) { return (1u << get_sub_group_local_id()) - 1u; }
+inline void sg_sync(void) { sub_group_barrier(CLK_LOCAL_MEM_FENCE); }
+inline uint sg_match(uint d, __local uint* scratch)
+{
+    uint m = 0;
+    for (uint k = 0; k < ${sg_size}; ++k)
+        m |= (intel_sub_group_shuffle(d, k) == d) ? (1u << k) : 0u;
+    return m;
+}
+% else:
+inline uint sg_lane(void) { return get_local_id(0) % ${sg_size}; }
+inline uint sg_id(void) { return get_local_id(0) / ${sg_size}; }
+inline uint sg_lt_mask(void) { return (1u << sg_lane()) - 1u; }
+inline void sg_sync(void) { barrier(CLK_LOCAL_MEM_FENCE); }
+inline uint sg_match(uint d, __local uint* scratch)
+{
+    const uint lid = get_local_id(0);
+    const uint first = lid - sg_lane();
+    scratch[lid] = d;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint m = 0;
+    for (uint k = 0; k < ${sg_size}; ++k)
+        m |= (scratch[first + k] == d) ? (1u << k) : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return m;
+}
+% endif
+</%def>
+
+## vals[i] = i: the indices of an argsort that sorts no bits.
+<%def name="iota_kernel(value_t, index_t)">
+__kernel void rts_iota(__global ${value_t}* restrict vals, ulong vals_off, ${index_t} n)
+{
+    const ${index_t} i = get_global_id(0);
+    if (i < n)
+        vals[vals_off + i] = (${value_t})i;
+}
+</%def>

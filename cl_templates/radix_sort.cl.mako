@@ -239,11 +239,5 @@ void rts_scatter(__global const KEY_T* restrict keys_in, ulong keys_in_off,
 }
 
 % if iota_ok:
-/* vals[i] = i: the indices of an argsort that sorts no bits */
-__kernel void rts_iota(__global VALUE_T* restrict vals, ulong vals_off, INDEX_T n)
-{
-    const INDEX_T i = get_global_id(0);
-    if (i < n)
-        vals[vals_off + i] = (VALUE_T)i;
-}
+${common.iota_kernel(value_t, index_t)}
 % endif

@@ -8,8 +8,11 @@ the items each work-item ranks, and how many blocks per compute unit the reduce-
 
 from dataclasses import dataclass, replace
 
-ALGORITHMS = ("reduce_then_scan",)
+ALGORITHMS = ("reduce_then_scan", "onesweep")
 RADIX_BITS = (2, 4, 8)
+RANKINGS = ("local", "ptx", "khr", "intel")
+# Onesweep's look-back words hold 29-bit counts: larger sorts run in portions of this many keys.
+ONESWEEP_PORTION = 1 << 28
 
 
 class PolicyError(ValueError):
@@ -22,7 +25,14 @@ class SortPolicy:
     radix_bits: int
     wg_size: int
     items_per_thread: int
-    blocks_per_cu: int
+    blocks_per_cu: int = 4        # reduce-then-scan: blocks per compute unit
+    ranking: str = "local"        # onesweep: subgroup primitive back-end (see common.mako)
+    sg_size: int = 32             # onesweep: subgroup width the ranking assumes
+    ring_slots: int = 1024        # onesweep: tiles in the status ring (constant memory)
+    lookback: int = 256           # onesweep: farthest predecessor read through the ring
+    tail_bits: int = 4            # onesweep: out-of-order slack of the ring's tail counter
+    spin_limit: int = 4096        # onesweep: look-back spins before falling back
+    force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
 
     @property
     def tile(self):
@@ -32,8 +42,13 @@ class SortPolicy:
     def radix(self):
         return 1 << self.radix_bits
 
-    def local_bytes(self, key_bytes, index_bytes):
-        """Local memory of the largest kernel (rts_scatter) under this policy."""
+    def local_bytes(self, key_bytes, index_bytes, value_bytes=0):
+        """Local memory of the largest kernel under this policy."""
+        if self.algorithm == "onesweep":
+            return (self.tile * max(key_bytes, value_bytes or 0)   # staging of keys, then values
+                    + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
+                    + self.wg_size * 8                             # scan + match scratch
+                    + self.radix * (16 + index_bytes) + 16)        # digit tables
         sub = 1 << min(self.radix_bits, 4)
         return (self.tile * (key_bytes + 2)      # keys of the tile + their source positions
                 + sub * self.wg_size * 4         # split counters
@@ -43,13 +58,17 @@ class SortPolicy:
 
 # Built-in defaults, by device type. Each entry says where it came from.
 _DEFAULTS = {
-    # PoCL 3.0 on a 2-core AMD EPYC, u32 2^22 keys: radix 8 / wg 128 / ipt 8 was the fastest of
-    # radix {2,4,8} x wg {64,128,256} x ipt {4,8,16} (BENCHMARKS.md, "planner defaults").
-    "cpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=128, items_per_thread=8,
+    # PoCL 3.1 on a 2-core AMD EPYC, u32 2^22 keys: radix 8 / wg 256 / ipt 16 took 155 ms, the
+    # fastest of radix {2,4,8} x wg {64,128,256} x ipt {4,8,16} (8/128/8: 207 ms; best 4-bit:
+    # 206 ms; best 2-bit: slower still). BENCHMARKS.md, "planner defaults".
+    "cpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=16,
                       blocks_per_cu=4),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
+    # NVIDIA (H100/H200 OpenCL): onesweep with warp match ranking. BENCHMARKS.md, "onesweep".
+    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+                         ranking="ptx", sg_size=32),
 }
 
 
@@ -59,14 +78,27 @@ def plan_sort(profile, codec, value_bytes, n, **overrides):
     Keyword overrides (``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm``,
     ``blocks_per_cu``) replace the planner's choice when not None.
     """
-    base = _DEFAULTS["gpu" if profile.is_gpu else "cpu"]
+    if profile.is_gpu:
+        base = _DEFAULTS["nvidia" if profile.is_nvidia else "gpu"]
+    else:
+        base = _DEFAULTS["cpu"]
     fields = {k: v for k, v in overrides.items() if v is not None}
     unknown = set(fields) - set(SortPolicy.__dataclass_fields__)
     if unknown:
         raise TypeError(f"unknown policy override(s): {', '.join(sorted(unknown))}")
     policy = replace(base, **fields)
+    if policy.algorithm == "onesweep" and "ranking" not in fields:
+        best = ranking_backends(profile)[0]
+        policy = replace(policy, ranking=best,
+                         sg_size=32 if best in ("ptx", "local") else 16)
     if "wg_size" not in fields:
         policy = replace(policy, wg_size=min(policy.wg_size, _pow2_floor(profile.max_wg_size)))
+    if "items_per_thread" not in fields:
+        kb = codec.itemsize
+        ib = 8 if n >= (1 << 31) else 4
+        while (policy.items_per_thread > 1
+               and policy.local_bytes(kb, ib, value_bytes or 0) > profile.local_mem_bytes):
+            policy = replace(policy, items_per_thread=policy.items_per_thread // 2)
     return policy
 
 
@@ -74,9 +106,11 @@ def _pow2_floor(x):
     return 1 << (max(int(x), 1).bit_length() - 1)
 
 
-def validate(policy, profile, key_bytes, index_bytes):
+def validate(policy, profile, key_bytes, index_bytes, value_bytes=0):
     """Raise PolicyError (naming the device) if ``policy`` cannot run there."""
     dev = profile.describe()
+    if policy.algorithm == "onesweep":
+        _validate_onesweep(policy, profile)
     if policy.algorithm not in ALGORITHMS:
         raise PolicyError(f"unknown algorithm {policy.algorithm!r}: expected one of {ALGORITHMS}")
     if policy.radix_bits not in RADIX_BITS:
@@ -92,7 +126,38 @@ def validate(policy, profile, key_bytes, index_bytes):
         raise PolicyError(f"tile of {policy.tile} keys (wg_size x items_per_thread) exceeds 65536")
     if policy.blocks_per_cu < 1:
         raise PolicyError(f"blocks_per_cu={policy.blocks_per_cu} must be at least 1")
-    need = policy.local_bytes(key_bytes, index_bytes)
+    need = policy.local_bytes(key_bytes, index_bytes, value_bytes)
     if need > profile.local_mem_bytes:
         raise PolicyError(f"too little local memory on {dev}: {policy} needs {need} bytes for "
                           f"{key_bytes}-byte keys, the device has {profile.local_mem_bytes}")
+
+
+def ranking_backends(profile):
+    """The subgroup ranking back-ends ``profile`` supports, best first ("local" always works)."""
+    out = []
+    if profile.is_nvidia and profile.is_gpu:
+        out.append("ptx")
+    if profile.has_extension("cl_intel_required_subgroup_size"):
+        if profile.has_extension("cl_khr_subgroup_ballot"):
+            out.append("khr")
+        if profile.has_extension("cl_intel_subgroups"):
+            out.append("intel")
+    out.append("local")
+    return out
+
+
+def _validate_onesweep(policy, profile):
+    dev = profile.describe()
+    if policy.ranking not in RANKINGS:
+        raise PolicyError(f"unknown ranking back-end {policy.ranking!r}: expected one of {RANKINGS}")
+    if policy.ranking not in ranking_backends(profile):
+        raise PolicyError(f"ranking back-end {policy.ranking!r} is not available on {dev} "
+                          f"(available: {', '.join(ranking_backends(profile))})")
+    if policy.ranking == "ptx" and policy.sg_size != 32:
+        raise PolicyError(f"the ptx ranking back-end needs sg_size=32 (warps), not {policy.sg_size}")
+    if not 1 <= policy.sg_size <= 32 or policy.wg_size % policy.sg_size:
+        raise PolicyError(f"sg_size={policy.sg_size} must divide wg_size={policy.wg_size} and be "
+                          f"at most 32")
+    if policy.lookback < 1 or policy.lookback + (1 << policy.tail_bits) > policy.ring_slots:
+        raise PolicyError(f"ring_slots={policy.ring_slots} must be at least lookback "
+                          f"({policy.lookback}) + 2**tail_bits ({1 << policy.tail_bits})")

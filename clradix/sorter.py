@@ -13,9 +13,13 @@ import pyopencl.tools as cl_tools
 
 from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
+from .onesweep import Onesweep
 from .operands import check_context, check_n, operand
-from .policy import PolicyError, plan_sort, validate
+from .policy import SortPolicy, plan_sort, validate
 from .render import ProgramCache
+from .rts import ReduceThenScan
+
+_ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep}
 
 # Indices and offsets are 32-bit below this many keys, 64-bit from it on (a module constant so that
 # tests can force the 64-bit kernels at small sizes).
@@ -28,46 +32,30 @@ def _index_t(n):
     return ("uint", np.uint32) if n < INDEX32_LIMIT else ("ulong", np.uint64)
 
 
-class _Kernels:
-    """The kernels of one built program, with their scalar argument types set."""
-
-    def __init__(self, program, index_np, key_np, has_values, iota_ok):
-        ulong, uint = np.uint64, np.uint32
-        self.count = program.rts_count
-        self.count.set_scalar_arg_dtypes(
-            [None, ulong, None, index_np, index_np, uint, uint, uint, key_np])
-        self.scan = program.rts_scan
-        self.scan.set_scalar_arg_dtypes([None, uint])
-        self.scatter = program.rts_scatter
-        vals = [None, ulong, None, ulong, uint] if has_values else []
-        self.scatter.set_scalar_arg_dtypes(
-            [None, ulong, None, ulong] + vals
-            + [None, index_np, index_np, uint, uint, uint, key_np, uint])
-        self.iota = None
-        if iota_ok:
-            self.iota = program.rts_iota
-            self.iota.set_scalar_arg_dtypes([None, ulong, index_np])
-
-
 class Sorter:
     """Stable radix sort, argsort of OpenCL buffers on one context.
 
-    ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` and ``blocks_per_cu`` override
-    the planner's policy (for tests and benchmarks); left as None, the planner chooses per device.
+    ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("reduce_then_scan" or
+    "onesweep") and the other :class:`~clradix.policy.SortPolicy` fields (``ranking``,
+    ``ring_slots``, ``force_fallback``, ...) override the planner's policy, for tests and
+    benchmarks; left as None, the planner chooses per device.
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
     by default they are allocated immediately so that a failed allocation raises before anything
     is enqueued.
     """
 
     def __init__(self, context, *, radix_bits=None, wg_size=None, items_per_thread=None,
-                 algorithm=None, blocks_per_cu=None, allocator=None):
+                 algorithm=None, allocator=None, **policy):
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
+        unknown = set(policy) - set(SortPolicy.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown Sorter keyword(s): {', '.join(sorted(unknown))}; policy "
+                            f"fields are {', '.join(SortPolicy.__dataclass_fields__)}")
         self.context = context
         self.allocator = allocator
-        self.overrides = dict(radix_bits=radix_bits, wg_size=wg_size,
-                              items_per_thread=items_per_thread, algorithm=algorithm,
-                              blocks_per_cu=blocks_per_cu)
+        self.overrides = dict(policy, radix_bits=radix_bits, wg_size=wg_size,
+                              items_per_thread=items_per_thread, algorithm=algorithm)
         self._programs = ProgramCache(context)
         self._profiles = {}
         self._kernels = {}
@@ -103,7 +91,8 @@ class Sorter:
         dev = queue.device
         index_name, index_np = _index_t(n)
         value_t = value_cl_type(vals.dtype) if vals else None
-        policy, knl = self._prepare(dev, codec, value_t, index_name, index_np, n)
+        policy, algo = self._prepare(dev, codec, value_t, index_name, index_np, n,
+                                     vals.dtype.itemsize if vals else 0)
         alloc = self._allocator(queue, allocator)
         passes = _passes(policy.radix_bits, begin_bit, end_bit)
         kat = keys.at()
@@ -112,8 +101,8 @@ class Sorter:
         if vals:
             vat = vals.at()
             val_io, val_copy = _stream(vat, vat, len(passes), alloc, n * vals.dtype.itemsize)
-        evt = self._enqueue_passes(queue, knl, policy, codec, n, passes, descending,
-                                   key_io, val_io, False, alloc, index_np, wait)
+        with self._lock:
+            evt = algo.enqueue(queue, n, passes, descending, key_io, val_io, False, alloc, wait)
         evt = _enqueue_copy(queue, key_copy, n * codec.itemsize, codec.itemsize, evt)
         if vals:
             evt = _enqueue_copy(queue, val_copy, n * vals.dtype.itemsize, vals.dtype.itemsize, evt)
@@ -148,18 +137,19 @@ class Sorter:
         dev = queue.device
         index_name, index_np = _index_t(n)
         value_t = value_cl_type(idx_dtype)
-        policy, knl = self._prepare(dev, codec, value_t, index_name, index_np, n)
+        policy, algo = self._prepare(dev, codec, value_t, index_name, index_np, n,
+                                     idx_dtype.itemsize)
         passes = _passes(policy.radix_bits, begin_bit, end_bit)
         if not passes or n == 1:
             with self._lock:
-                evt = knl.iota(queue, (_round_up(n, 256),), None, o.buffer, o.offset, n,
+                evt = algo.iota(queue, (_round_up(n, 256),), None, o.buffer, o.offset, n,
                                wait_for=wait or None)
             return out_arr, self._done(queue, evt, wait, o)
         alloc = self._allocator(queue, allocator)
         key_io, _ = _stream(k.at(), None, len(passes), alloc, n * codec.itemsize)
         val_io, _ = _stream(None, o.at(), len(passes), alloc, n * idx_dtype.itemsize)
-        evt = self._enqueue_passes(queue, knl, policy, codec, n, passes, descending,
-                                   key_io, val_io, True, alloc, index_np, wait)
+        with self._lock:
+            evt = algo.enqueue(queue, n, passes, descending, key_io, val_io, True, alloc, wait)
         return out_arr, self._done(queue, evt, wait, o)
 
     def plan(self, device, dtype, n, value_dtype=None):
@@ -167,6 +157,26 @@ class Sorter:
         codec = key_codec(dtype)
         vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else None
         return plan_sort(self._profile(device), codec, vbytes, n, **self.overrides)
+
+    def temp_bytes(self, n, dtype=np.uint32, value_dtype=None, *, device=None, begin_bit=0,
+                   end_bit=None):
+        """Bytes of temporary memory ``sort`` allocates for ``n`` keys (and values).
+
+        One ping-pong buffer of n keys (and one of n values), plus the algorithm's constant part:
+        onesweep's status ring and digit tables, or reduce-then-scan's count table.
+        """
+        n = check_n(n)
+        codec = key_codec(dtype)
+        begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
+        if n <= 1 or begin_bit == end_bit:
+            return 0
+        device = device or self.context.devices[0]
+        index_name, index_np = _index_t(n)
+        vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
+        value_t = value_cl_type(value_dtype) if value_dtype is not None else None
+        policy, algo = self._prepare(device, codec, value_t, index_name, index_np, n, vbytes)
+        passes = _passes(policy.radix_bits, begin_bit, end_bit)
+        return n * (codec.itemsize + vbytes) + algo.temp_bytes(n, passes)
 
     def clear_caches(self):
         """Release built programs (they are rebuilt, from pyopencl's disk cache, on next use)."""
@@ -204,29 +214,19 @@ class Sorter:
             prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
         return prof
 
-    def _prepare(self, device, codec, value_t, index_name, index_np, n):
+    def _prepare(self, device, codec, value_t, index_name, index_np, n, value_bytes=0):
         """Plan, validate and build: everything that can fail before the first enqueue."""
         profile = self._profile(device)
-        policy = plan_sort(profile, codec, None, n, **self.overrides)
-        validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize)
-        params = dict(codec.template_args(), radix_bits=policy.radix_bits, wg=policy.wg_size,
-                      ipt=policy.items_per_thread, value_t=value_t, index_t=index_name)
-        key = tuple(sorted(params.items()))
+        policy = plan_sort(profile, codec, value_bytes or None, n, **self.overrides)
+        validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes)
+        key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
         with self._lock:
-            knl = self._kernels.get(key)
-            if knl is None:
-                prg = self._programs.get("radix_sort.cl.mako", params)
-                knl = _Kernels(prg, index_np, codec.unsigned_dtype.type, value_t is not None,
-                               value_t in ("uint", "ulong"))
-                for k in (knl.count, knl.scan, knl.scatter):
-                    wg_max = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
-                                                   device)
-                    if wg_max < policy.wg_size:
-                        raise PolicyError(
-                            f"{k.function_name} runs at most {wg_max} work-items per group on "
-                            f"{profile.describe()}; the policy asks for {policy.wg_size}")
-                self._kernels[key] = knl
-        return policy, knl
+            algo = self._kernels.get(key)
+            if algo is None:
+                algo = _ALGORITHMS[policy.algorithm](self._programs, device, profile, policy,
+                                                     codec, value_t, index_name, index_np)
+                self._kernels[key] = algo
+        return policy, algo
 
     def _allocator(self, queue, allocator):
         alloc = allocator or self.allocator
@@ -240,39 +240,6 @@ class Sorter:
                 raise MemoryError(f"allocating {int(nbytes)} bytes of temporary memory on "
                                   f"{queue.device.name} failed: {exc}") from exc
         return allocate
-
-    def _enqueue_passes(self, queue, knl, policy, codec, n, passes, descending, key_io, val_io,
-                        iota, alloc, index_np, wait):
-        wg = policy.wg_size
-        num_tiles = -(-n // policy.tile)
-        max_blocks = max(1, self._profile(queue.device).compute_units * policy.blocks_per_cu,
-                         -(-n // (2 ** 31)))
-        tpb = -(-num_tiles // min(num_tiles, max_blocks))
-        blocks = -(-num_tiles // tpb)
-        m = policy.radix * blocks
-        counts = alloc(m * np.dtype(index_np).itemsize)
-        ones = (1 << codec.bits) - 1
-        flip = codec.unsigned_dtype.type(ones if descending else 0)
-        evt_list = wait or None
-        gsize = (blocks * wg,)
-        with self._lock:
-            for p, (shift, bits) in enumerate(passes):
-                (kin, kin_off), kout = key_io[p]
-                digit_mask = (1 << bits) - 1
-                evt = knl.count(queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift,
-                                digit_mask, flip, wait_for=evt_list)
-                evt = knl.scan(queue, (wg,), (wg,), counts, m, wait_for=[evt])
-                kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
-                args = [kin, kin_off, kout_buf, kout_off]
-                if val_io is not None:
-                    vin, (vout, vout_off) = val_io[p]
-                    use_iota = iota and p == 0
-                    vin_buf, vin_off = (vout, vout_off) if use_iota else vin
-                    args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
-                args += [counts, n, tpb, blocks, shift, digit_mask, flip, int(kout is not None)]
-                evt = knl.scatter(queue, gsize, (wg,), *args, wait_for=[evt])
-                evt_list = [evt]
-        return evt
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""

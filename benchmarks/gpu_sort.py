@@ -1,0 +1,289 @@
+"""Check and time clradix's sorts on a GPU beside CUB (through CuPy) and torch, in one run.
+
+    python benchmarks/gpu_sort.py [--check] [--variants 256x16,512x8] [--sweep] [--out DIR]
+
+--check     correctness of every algorithm and ranking back-end on the GPU against numpy
+--variants  onesweep (wg x items per thread) policies to time at 2^28 u32 keys
+--sweep     GKeys/s from 2^16 to 2^28 (u32 keys) for clradix's planner policy and the peers
+Timings are device times: OpenCL profiling events (clradix), CUDA events (CuPy, torch); median of
+--repeat runs after a warm-up; every timed clradix output is compared with CuPy's sort.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import clradix  # noqa: E402
+from clradix.device import DeviceProfile  # noqa: E402
+
+COPY_TBPS = 4.28  # measured device copy bandwidth of the H200 (bytes read + written)
+
+
+def find_gpu():
+    for p in cl.get_platforms():
+        for d in p.get_devices():
+            if d.type & cl.device_type.GPU:
+                return d
+    raise SystemExit("no OpenCL GPU found")
+
+
+def rand_keys(rng, dtype, n):
+    d = np.dtype(dtype)
+    if d.kind == "f":
+        return rng.standard_normal(n, dtype=np.float32).astype(d)
+    return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
+
+
+def cl_time(queue, fn, repeat):
+    """Median device ms of fn() (which returns the last event), after one warm-up run."""
+    times = []
+    for rep in range(repeat + 1):
+        m0 = cl.enqueue_marker(queue)
+        evt = fn()
+        evt.wait()
+        if rep:
+            times.append((evt.profile.end - m0.profile.end) * 1e-6)
+    return float(np.median(times)), times
+
+
+def cuda_time(fn, repeat, prep=None):
+    import cupy as cp
+    times = []
+    for rep in range(repeat + 1):
+        if prep:
+            prep()
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        if rep:
+            times.append(cp.cuda.get_elapsed_time(s, e))
+    return float(np.median(times)), times
+
+
+def check_suite(ctx, queue, rng, log):
+    """Every algorithm / ranking back-end on this GPU against numpy."""
+    configs = {
+        "planner": {},
+        "onesweep-local": dict(algorithm="onesweep", ranking="local"),
+        "onesweep-ptx-small-ring": dict(algorithm="onesweep", ranking="ptx", ring_slots=48,
+                                        lookback=16, tail_bits=2, wg_size=128,
+                                        items_per_thread=4),
+        "onesweep-forced-fallback": dict(algorithm="onesweep", force_fallback=True, wg_size=128,
+                                         items_per_thread=4),
+        "onesweep-4bit": dict(algorithm="onesweep", radix_bits=4),
+        "onesweep-2bit": dict(algorithm="onesweep", radix_bits=2),
+        "rts": dict(algorithm="reduce_then_scan"),
+    }
+    fails = 0
+    for name, over in configs.items():
+        sorter = clradix.Sorter(ctx, **over)
+        sizes = [1, 2, 1000, 4097, 100_003] + ([] if "fallback" in name else [3_000_001])
+        for dtype in (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8):
+            for n in sizes:
+                keys = rand_keys(rng, dtype, n)
+                if np.dtype(dtype).kind == "f" and n > 10:
+                    keys[::97] = np.nan
+                    keys[5::101] = -0.0
+                for desc in (False, True):
+                    d = cl_array.to_device(queue, keys)
+                    v = cl_array.to_device(queue, np.arange(n, dtype=np.uint32))
+                    sorter.sort(queue, d, values=v, descending=desc).wait()
+                    ok = clradix.key_codec(dtype).order_key(keys)
+                    order = np.argsort(~ok if desc else ok, kind="stable")
+                    good = (np.array_equal(d.get().view(np.uint8), keys[order].view(np.uint8))
+                            and np.array_equal(v.get(), order))
+                    idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys),
+                                              descending=desc)
+                    good = good and np.array_equal(idx.get(), order)
+                    if not good:
+                        fails += 1
+                        log(f"CHECK FAIL {name} {np.dtype(dtype)} n={n} desc={desc}")
+        log(f"check {name}: done")
+    log(f"check suite: {fails} failures")
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--variants", default="")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--types", action="store_true", help="f32, u64, u32+u32 and argsort at 2^28")
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = ap.parse_args()
+    lines = []
+
+    def log(msg):
+        print(msg, flush=True)
+        lines.append(msg)
+
+    dev = find_gpu()
+    prof = DeviceProfile.from_device(dev)
+    ctx = cl.Context([dev])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    rng = np.random.default_rng(2026)
+    log(f"device {prof.describe()}, {datetime.date.today().isoformat()}")
+    results = []
+    if args.check:
+        try:
+            check_suite(ctx, queue, rng, log)
+        except Exception:
+            log("check suite crashed:\n" + traceback.format_exc())
+
+    import cupy as cp
+    import torch
+    log(f"peers: cupy {cp.__version__} (CUB), torch {torch.__version__}")
+    n = 1 << args.log2n
+
+    def bench(label, dtype, sorter_kwargs, values=False, argsort=False, nn=None):
+        nn = nn or n
+        keys = rand_keys(rng, dtype, nn)
+        d_src = cl_array.to_device(queue, keys)
+        work = cl_array.empty_like(d_src)
+        vals = cl_array.to_device(queue, np.arange(nn, dtype=np.uint32)) if values else None
+        sorter = clradix.Sorter(ctx, **sorter_kwargs)
+        if argsort:
+            def run():
+                return sorter.argsort(queue, d_src)[1]
+        else:
+            def run():
+                cl.enqueue_copy(queue, work.data, d_src.data)
+                if vals is not None:
+                    cl.enqueue_copy(queue, vals.data, d_vals0.data)
+                m = cl.enqueue_marker(queue)
+                m.wait()
+                return sorter.sort(queue, work, values=vals)
+            d_vals0 = vals.copy() if vals is not None else None
+        # time: the copies are outside the timed interval (marker after them)
+        times = []
+        for rep in range(args.repeat + 1):
+            if argsort:
+                m0 = cl.enqueue_marker(queue)
+                evt = run()
+            else:
+                cl.enqueue_copy(queue, work.data, d_src.data)
+                if vals is not None:
+                    cl.enqueue_copy(queue, vals.data, d_vals0.data)
+                m0 = cl.enqueue_marker(queue)
+                evt = sorter.sort(queue, work, values=vals)
+            evt.wait()
+            if rep:
+                times.append((evt.profile.end - m0.profile.end) * 1e-6)
+        ms = float(np.median(times))
+        # correctness of the last timed output against CuPy
+        x = cp.asarray(keys)
+        if argsort or values:
+            ref = cp.argsort(x, kind="stable").get().astype(np.uint32) if hasattr(cp, "argsort") \
+                else None
+        if argsort:
+            ok = np.array_equal(evt_out(sorter, queue, d_src), ref)
+        else:
+            ref_k = cp.sort(x).get()
+            ok = np.array_equal(work.get().view(np.uint8), ref_k.view(np.uint8))
+            if values:
+                ok = ok and np.array_equal(vals.get(), ref)
+        policy = sorter.plan(dev, dtype, nn)
+        kb = np.dtype(dtype).itemsize
+        vb = 4 if (values or argsort) else 0
+        passes = -(-kb * 8 // policy.radix_bits)
+        moved = nn * (kb + passes * 2 * (kb + vb))
+        row = dict(label=label, impl="clradix", dtype=str(np.dtype(dtype)), n=nn, ms=ms,
+                   gkeys=nn / ms / 1e6, ok=bool(ok), policy=str(policy),
+                   pct_copy_bw=100 * moved / (ms * 1e-3) / (COPY_TBPS * 1e12), samples=times)
+        results.append(row)
+        log(f"{label:34s} {str(np.dtype(dtype)):8s} 2^{nn.bit_length() - 1} clradix "
+            f"{ms:8.3f} ms {row['gkeys']:6.2f} GK/s {row['pct_copy_bw']:5.1f}% bw "
+            f"{'OK' if ok else 'WRONG'}  {policy.algorithm}/{policy.radix_bits}b/"
+            f"{policy.wg_size}x{policy.items_per_thread}/{policy.ranking}")
+        del work, d_src, vals
+        return row
+
+    def evt_out(sorter, queue, d_src):
+        idx, evt = sorter.argsort(queue, d_src)
+        evt.wait()
+        return idx.get()
+
+    def peers(dtype, nn=None, values=False):
+        nn = nn or n
+        keys = rand_keys(rng, dtype, nn)
+        x = cp.asarray(keys)
+        y = cp.empty_like(x)
+
+        def prep():
+            y[...] = x
+        if values:
+            ms, _ = cuda_time(lambda: cp.argsort(y, kind="stable"), args.repeat, prep)
+            name = "cupy.argsort (CUB pairs)"
+        else:
+            ms, _ = cuda_time(lambda: y.sort(), args.repeat, prep)
+            name = "cupy ndarray.sort (CUB)"
+        results.append(dict(impl=name, dtype=str(np.dtype(dtype)), n=nn, ms=ms))
+        log(f"{'':34s} {str(np.dtype(dtype)):8s} 2^{nn.bit_length() - 1} {name:24s} {ms:8.3f} ms "
+            f"{nn / ms / 1e6:6.2f} GK/s")
+        t = torch.as_tensor(keys.view(np.int64) if np.dtype(dtype) == np.uint64 else
+                            (keys.view(np.int32) if np.dtype(dtype) == np.uint32 else keys),
+                            device="cuda")
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        tt = []
+        for rep in range(args.repeat + 1):
+            s.record()
+            torch.sort(t, stable=True)
+            e.record()
+            torch.cuda.synchronize()
+            if rep:
+                tt.append(s.elapsed_time(e))
+        ms = float(np.median(tt))
+        results.append(dict(impl="torch.sort (values+indices)", dtype=str(np.dtype(dtype)), n=nn,
+                            ms=ms))
+        log(f"{'':34s} {str(np.dtype(dtype)):8s} 2^{nn.bit_length() - 1} "
+            f"{'torch.sort (+indices)':24s} {ms:8.3f} ms {nn / ms / 1e6:6.2f} GK/s")
+        del x, y, t
+        cp.get_default_memory_pool().free_all_blocks()
+        torch.cuda.empty_cache()
+
+    try:
+        peers(np.uint32)
+        bench("planner", np.uint32, {})
+        for v in filter(None, args.variants.split(",")):
+            parts = v.split("x")
+            kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
+            if len(parts) > 2:
+                kw["radix_bits"] = int(parts[2])
+            bench(f"onesweep {v}", np.uint32, kw)
+        if args.types:
+            for dt in (np.float32, np.uint64):
+                peers(dt)
+                bench("planner", dt, {})
+            peers(np.uint32, values=True)
+            bench("planner key-value u32+u32", np.uint32, {}, values=True)
+            bench("planner argsort u32", np.uint32, {}, argsort=True)
+            bench("rts (portable)", np.uint32, dict(algorithm="reduce_then_scan"))
+        if args.sweep:
+            for lg in range(16, args.log2n + 1, 2):
+                peers(np.uint32, nn=1 << lg)
+                bench("planner sweep", np.uint32, {}, nn=1 << lg)
+    except Exception:
+        log("timing crashed:\n" + traceback.format_exc())
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "gpu_sort.json"), "w") as f:
+        json.dump(dict(device=prof.describe(), date=datetime.date.today().isoformat(),
+                       results=results), f, indent=1)
+    with open(os.path.join(args.out, "gpu_sort.log"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,406 @@
+## Onesweep LSD radix sort (Adinets & Merrill), with a constant-size status ring and fallback.
+##   os_histogram - persistent work-groups count every digit of every pass in one read of the keys
+##   os_bins      - one work-group per pass: exclusive scan of that pass's digit counts
+##   os_pass      - one launch per digit pass (and per portion of at most 2**28 keys): tiles take
+##                  their id from an atomic counter, rank their keys stably by digit with subgroup
+##                  match masks, publish their digit counts, look back over predecessors in a ring
+##                  of status words, publish their inclusive prefix and scatter through local memory.
+##
+## Status word (32 bits): [31:30] flag (0 not ready, 1 aggregate, 2 inclusive prefix), [29] epoch
+## (parity of tile / RING, so a slot's previous owner is never mistaken for its current one),
+## [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
+## The ring: tile t uses slot t % RING. A tile looks back at most LOOKBACK tiles through the ring
+## (beyond that it recomputes counts from keys), and may only claim its slot once every tile that
+## could still read the slot's previous owner is done: tail >= t - RING + LOOKBACK + 1, where tail
+## counts completed tiles in order except for its TAIL_BITS low bits (seed 001).
+## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
+## computes that tile's digit counts from its keys, posts them, and goes on. FORCE_FALLBACK does so
+## at once, for tests.
+<%namespace name="common" file="common.mako"/>
+<%
+    RADIX = 1 << radix_bits
+    TILE = wg * ipt
+    NW = wg // sg_size
+    MAXP = -(-key_bits // radix_bits)
+    iota_ok = value_t in ("uint", "ulong")
+    assert wg % sg_size == 0 and sg_size <= 32
+    assert lookback + (1 << tail_bits) <= ring, "the ring must outrun look-back and tail slack"
+    key_bytes = key_bits // 8
+    value_bytes = {None: 0, "uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}[value_t]
+    raw_bytes = TILE * max(key_bytes, value_bytes)
+%>
+% if index_t == "ulong":
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+% endif
+% if backend == "khr":
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#pragma OPENCL EXTENSION cl_khr_subgroup_ballot : enable
+% elif backend == "intel":
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+% endif
+#define KEY_T ${key_t}
+#define INDEX_T ${index_t}
+#define RADIX ${RADIX}
+#define WG ${wg}
+#define IPT ${ipt}
+#define TILE ${TILE}
+#define SG ${sg_size}
+#define NW ${NW}
+#define RING ${ring}
+#define LOOKBACK ${lookback}
+#define TAIL_MASK (0xffffffffu << ${tail_bits})
+#define SPIN_LIMIT ${spin_limit}
+#define FLAG_AGG 0x40000000u
+#define FLAG_PREFIX 0x80000000u
+#define FLAG_MASK 0xc0000000u
+#define EPOCH_BIT 0x20000000u
+#define VALUE_MASK 0x1fffffffu
+% if value_t:
+#define VALUE_T ${value_t}
+% endif
+% if backend in ("khr", "intel"):
+#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
+% else:
+#define SG_ATTR
+% endif
+
+${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
+${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
+
+inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
+{
+    return (uint)(order_key(x, flip) >> shift) & digit_mask;
+}
+
+/* hist[p * RADIX + d] += number of keys whose digit of pass p is d */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
+                  __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip)
+{
+    __local uint lh[${MAXP * RADIX}];
+    const uint lid = get_local_id(0);
+    keys += keys_off;
+    const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
+    for (uint e = lid; e < passes * RADIX; e += WG)
+        lh[e] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const INDEX_T stride = (INDEX_T)get_num_groups(0) * WG;
+    for (INDEX_T i = (INDEX_T)get_group_id(0) * WG + lid; i < n; i += stride) {
+        const KEY_T k = order_key(keys[i], flip);
+        for (uint p = 0; p < passes; ++p) {
+            const uint shift = begin_bit + p * ${radix_bits};
+            const uint bits = min((uint)${radix_bits}, end_bit - shift);
+            atomic_inc(&lh[p * RADIX + ((uint)(k >> shift) & ((1u << bits) - 1u))]);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < passes * RADIX; e += WG)
+        if (lh[e])
+% if index_t == "ulong":
+            atom_add(&hist[e], (ulong)lh[e]);
+% else:
+            atomic_add(&hist[e], lh[e]);
+% endif
+}
+
+/* bins[p * RADIX + d] = number of keys whose digit of pass p is below d (group p scans pass p) */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict bins)
+{
+    __local INDEX_T scratch[WG];
+    __local INDEX_T total_scratch;
+    const uint lid = get_local_id(0);
+    const uint p = get_group_id(0);
+    hist += p * RADIX;
+    bins += p * RADIX;
+    const uint per = (RADIX + WG - 1) / WG;
+    const uint b = min(lid * per, (uint)RADIX);
+    const uint e = min(b + per, (uint)RADIX);
+    INDEX_T sum = 0;
+    for (uint i = b; i < e; ++i)
+        sum += hist[i];
+    /* work-group exclusive scan of `sum` */
+    scratch[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < WG; off <<= 1) {
+        INDEX_T other = lid >= off ? scratch[lid - off] : (INDEX_T)0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        scratch[lid] += other;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    INDEX_T run = scratch[lid] - sum;
+    for (uint i = b; i < e; ++i) {
+        bins[i] = run;
+        run += hist[i];
+    }
+}
+
+inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
+
+/* The digit counts of tile `u` of the portion, computed from its keys (fallback). */
+inline void tile_histogram(__global const KEY_T* keys, uint portion_len, uint u, uint shift,
+                           uint digit_mask, KEY_T flip, __local uint* lfb, uint lid)
+{
+    for (uint d = lid; d < RADIX; d += WG)
+        lfb[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint base = u * TILE;
+    const uint valid = min((uint)TILE, portion_len - base);
+    for (uint j = lid; j < valid; j += WG)
+        atomic_inc(&lfb[digit_of(keys[base + j], shift, digit_mask, flip)]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
+             __global KEY_T* restrict keys_out, ulong keys_out_off,
+% if value_t:
+             __global const VALUE_T* restrict vals_in, ulong vals_in_off,
+             __global VALUE_T* restrict vals_out, ulong vals_out_off, uint vals_iota,
+% endif
+             __global volatile uint* restrict status,
+             __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
+             uint bins_off,
+             INDEX_T portion_start, uint portion_len, uint shift, uint digit_mask, KEY_T flip,
+             uint write_keys)
+{
+    __local ulong2 lraw[${(raw_bytes + 15) // 16}];
+    __local uint lcount[NW * RADIX];
+    __local uint lscan[WG];
+    __local uint lsg[WG];
+    __local uint lexcl[RADIX];
+    __local uint ltotal[RADIX];
+    __local uint lprefix[RADIX];
+    __local uint lfb[RADIX];
+    __local INDEX_T lbase[RADIX];
+    __local uint ltile;
+    __local uint lflag;
+
+    __local KEY_T* lkeys = (__local KEY_T*)lraw;
+    __global volatile uint* counters = status + RING * RADIX;  /* [0] tile ids, [1] tail */
+    bins_in += bins_off;
+    bins_out += bins_off;
+    const uint lid = get_local_id(0);
+    const uint lane = sg_lane();
+    const uint w = sg_id();
+    keys_in += keys_in_off + portion_start;
+    keys_out += keys_out_off;
+% if value_t:
+    vals_in += vals_in_off + portion_start;
+    vals_out += vals_out_off;
+% endif
+
+    if (lid == 0)
+        ltile = atomic_inc(&counters[0]);
+    for (uint e = lid; e < NW * RADIX; e += WG)
+        lcount[e] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint t = ltile;
+    const uint num_tiles = (portion_len + TILE - 1) / TILE;
+    const uint base = t * TILE;
+    const uint valid = min((uint)TILE, portion_len - base);
+    const uint slot = (t % RING) * RADIX;
+    const uint epoch = status_epoch(t);
+
+    /* load: subgroup w owns keys [w*SG*IPT, (w+1)*SG*IPT), lane-striped (coalesced) */
+    KEY_T k[IPT];
+    uint dig[IPT];
+    uint rank[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = w * SG * IPT + i * SG + lane;
+        if (j < valid) {
+            k[i] = keys_in[base + j];
+            dig[i] = digit_of(k[i], shift, digit_mask, flip);
+        } else {
+            k[i] = (KEY_T)0;
+            dig[i] = RADIX;  /* padding: matches only padding, never counted */
+        }
+    }
+
+    /* rank inside the subgroup: peers with the same digit, in lane order within each round */
+    for (uint i = 0; i < IPT; ++i) {
+        const uint d = dig[i];
+        const uint peers = sg_match(d, lsg);
+        const uint before = peers & sg_lt_mask();
+        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
+        sg_sync();
+        if (d < RADIX && before == 0)
+            lcount[w * RADIX + d] = cnt + popcount(peers);
+        sg_sync();
+        rank[i] = cnt + popcount(before);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
+    {
+        const uint m = NW * RADIX;
+        const uint per = (m + WG - 1) / WG;
+        const uint b = min(lid * per, m);
+        const uint e = min(b + per, m);
+        uint sum = 0;
+        for (uint x = b; x < e; ++x)
+            sum += lcount[(x % NW) * RADIX + x / NW];
+        uint total;
+        uint run = wg_scan_uint(sum, lscan, lid, &total);
+        for (uint x = b; x < e; ++x) {
+            const uint a = (x % NW) * RADIX + x / NW;
+            const uint c = lcount[a];
+            lcount[a] = run;
+            run += c;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = lid; d < RADIX; d += WG) {
+        const uint start = lcount[d];  /* subgroup 0 */
+        const uint end = d + 1 < RADIX ? lcount[d + 1] : valid;
+        lexcl[d] = start;
+        ltotal[d] = end - start;
+    }
+
+    /* claim the ring slot: every tile that may still read its previous owner must be done */
+    if (lid == 0 && t + LOOKBACK + 1 > RING) {
+        while ((atomic_or(&counters[1], 0u) & TAIL_MASK) + RING < t + LOOKBACK + 1)
+            ;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* publish this tile's counts (tile 0 publishes its inclusive prefix at once) */
+    for (uint d = lid; d < RADIX; d += WG)
+        atomic_xchg(&status[slot + d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d]);
+
+    /* decoupled look-back, one predecessor at a time for the whole work-group */
+    for (uint d = lid; d < RADIX; d += WG)
+        lprefix[d] = 0;
+    if (t > 0) {
+        uint u = t - 1;
+        uint dist = 1;
+        uint spins = 0;
+        for (;;) {
+            if (lid == 0)
+                lflag = 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint useslot = (u % RING) * RADIX;
+            const uint uepoch = status_epoch(u);
+            const int ring_ok = ${'0' if force_fallback else 'dist <= LOOKBACK'};
+            uint words[${-(-RADIX // wg)}];
+            for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
+                uint s = 0;
+                if (lprefix[d] & FLAG_PREFIX) {
+                    s = FLAG_PREFIX;  /* this digit is done */
+                } else if (ring_ok) {
+                    s = status[useslot + d];
+                    if ((s & EPOCH_BIT) != uepoch || (s & FLAG_MASK) == 0)
+                        s = 0;
+                }
+                words[q] = s;
+                if (s == 0)
+                    atomic_or(&lflag, 1u);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint not_ready = lflag;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (not_ready) {
+                if (ring_ok && ++spins < SPIN_LIMIT)
+                    continue;  /* spin on the same predecessor */
+                /* fallback: count tile u's digits from its keys, post them, go on */
+                tile_histogram(keys_in, portion_len, u, shift, digit_mask, flip, lfb, lid);
+                for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
+                    if (words[q] == 0) {
+                        words[q] = FLAG_AGG | uepoch | lfb[d];
+                        if (dist <= LOOKBACK) {
+                            const uint cur = status[useslot + d];
+                            if ((cur & EPOCH_BIT) != uepoch || (cur & FLAG_MASK) == 0)
+                                atomic_cmpxchg(&status[useslot + d], cur, words[q]);
+                        }
+                    }
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            spins = 0;
+            if (lid == 0)
+                lflag = 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
+                if (lprefix[d] & FLAG_PREFIX)
+                    continue;
+                const uint s = words[q];
+                lprefix[d] += s & VALUE_MASK;
+                if (s & FLAG_PREFIX)
+                    lprefix[d] |= FLAG_PREFIX;
+                else
+                    atomic_or(&lflag, 2u);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint more = lflag;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (!more || u == 0)
+                break;
+            --u;
+            ++dist;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = lid; d < RADIX; d += WG) {
+        const uint excl = lprefix[d] & VALUE_MASK;
+        lprefix[d] = excl;
+        if (t > 0)
+            atomic_xchg(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
+        const INDEX_T gbase = bins_in[d] + excl;
+        lbase[d] = gbase - lexcl[d];
+        if (t == num_tiles - 1)
+            bins_out[d] = gbase + ltotal[d];
+    }
+    /* done with the ring: advance the tail (in order, except for its low TAIL_BITS bits) */
+    if (lid == 0) {
+        while ((atomic_or(&counters[1], 0u) & TAIL_MASK) != (t & TAIL_MASK))
+            ;
+        atomic_inc(&counters[1]);
+    }
+
+    /* scatter through local memory so that global writes are coalesced */
+    for (uint i = 0; i < IPT; ++i)
+        if (dig[i] < RADIX)
+            lkeys[lcount[w * RADIX + dig[i]] + rank[i]] = k[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint dj[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid) {
+            const KEY_T key = lkeys[j];
+            dj[i] = digit_of(key, shift, digit_mask, flip);
+            if (write_keys)
+                keys_out[lbase[dj[i]] + j] = key;
+        }
+    }
+% if value_t:
+    /* values: the same ranks, through the same local memory */
+    __local VALUE_T* lvals = (__local VALUE_T*)lraw;
+    VALUE_T v[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = w * SG * IPT + i * SG + lane;
+        if (j < valid) {
+%   if iota_ok:
+            if (vals_iota)
+                v[i] = (VALUE_T)(portion_start + base + j);
+            else
+%   endif
+                v[i] = vals_in[base + j];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i)
+        if (dig[i] < RADIX)
+            lvals[lcount[w * RADIX + dig[i]] + rank[i]] = v[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid)
+            vals_out[lbase[dj[i]] + j] = lvals[j];
+    }
+% endif
+}
+
+% if iota_ok:
+${common.iota_kernel(value_t, index_t)}
+% endif

@@ -1,0 +1,80 @@
+"""Host side of onesweep (cl_templates/onesweep.cl.mako).
+
+One histogram kernel reads the keys once for every pass; one small scan turns the counts into
+digit starts; then one kernel launch per digit pass (and per portion of at most 2**28 keys, because
+look-back words hold 29-bit counts). Temporary memory beyond the ping-pong buffers is constant: the
+status ring (ring_slots x 2**radix_bits words) and three small digit tables.
+"""
+
+import numpy as np
+import pyopencl as cl
+
+from .passes import DigitPasses
+from .policy import ONESWEEP_PORTION
+
+
+class Onesweep(DigitPasses):
+    template = "onesweep.cl.mako"
+    kernel_names = ("os_histogram", "os_bins", "os_pass")
+
+    def template_params(self, pol):
+        return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
+                    lookback=pol.lookback, tail_bits=pol.tail_bits, spin_limit=pol.spin_limit,
+                    force_fallback=bool(pol.force_fallback))
+
+    def __init__(self, *args, portion=ONESWEEP_PORTION):
+        super().__init__(*args)
+        ulong, uint, idx = np.uint64, np.uint32, self.index_np
+        key_np = self.codec.unsigned_dtype.type
+        self.portion = portion
+        self.histogram = self.kernels["os_histogram"]
+        self.histogram.set_scalar_arg_dtypes([None, ulong, idx, None, uint, uint, key_np])
+        self.bins = self.kernels["os_bins"]
+        self.sweep = self.kernels["os_pass"]
+        vals = [None, ulong, None, ulong, uint] if self.value_t else []
+        self.sweep.set_scalar_arg_dtypes(
+            [None, ulong, None, ulong] + vals
+            + [None, None, None, uint, idx, uint, uint, uint, key_np, uint])
+
+    def _status_bytes(self):
+        return (self.policy.ring_slots * self.policy.radix + 2) * 4
+
+    def temp_bytes(self, n, passes):
+        return 3 * len(passes) * self.policy.radix * self.index_bytes + self._status_bytes()
+
+    def enqueue(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
+        pol = self.policy
+        wg, radix = pol.wg_size, pol.radix
+        flip = self.flip(descending)
+        table = len(passes) * radix * self.index_bytes
+        hist, bins_a, bins_b = alloc(table), alloc(table), alloc(table)
+        status = alloc(self._status_bytes())
+        begin = passes[0][0]
+        end = passes[-1][0] + passes[-1][1]
+        (kin0, kin0_off), _ = key_io[0]
+        evt = cl.enqueue_fill_buffer(queue, hist, self.index_np(0), 0, table, wait_for=wait or None)
+        hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
+        evt = self.histogram(queue, (hist_groups * wg,), (wg,), kin0, kin0_off, n, hist, begin,
+                             end, flip, wait_for=[evt])
+        evt = self.bins(queue, (len(passes) * wg,), (wg,), hist, bins_a, wait_for=[evt])
+        status_fill = np.uint32(0)
+        for p, (shift, bits) in enumerate(passes):
+            (kin, kin_off), kout = key_io[p]
+            kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
+            mask = (1 << bits) - 1
+            for k, start in enumerate(range(0, n, self.portion)):
+                length = min(self.portion, n - start)
+                tiles = -(-length // pol.tile)
+                evt = cl.enqueue_fill_buffer(queue, status, status_fill, 0, self._status_bytes(),
+                                             wait_for=[evt])
+                args = [kin, kin_off, kout_buf, kout_off]
+                if val_io is not None:
+                    vin, (vout, vout_off) = val_io[p]
+                    use_iota = iota and p == 0
+                    vin_buf, vin_off = (vout, vout_off) if use_iota else vin
+                    args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
+                b_in, b_out = (bins_a, bins_b) if k % 2 == 0 else (bins_b, bins_a)
+                args += [status, b_in, b_out, p * radix, start, length, shift, mask, flip,
+                         int(kout is not None)]
+                evt = self.sweep(queue, (tiles * wg,), (wg,), *args, wait_for=[evt])
+        return evt

@@ -1,0 +1,46 @@
+"""What the digit-pass algorithms share: building their program and checking its kernels."""
+
+import numpy as np
+import pyopencl as cl
+
+from .policy import PolicyError
+
+
+class DigitPasses:
+    """Base of an algorithm that sorts by a list of digit passes (see rts.py, onesweep.py).
+
+    A subclass names its template and kernels, adds its template parameters and implements
+    ``enqueue`` and ``temp_bytes``.
+    """
+
+    template = None
+    kernel_names = ()
+
+    def __init__(self, programs, device, profile, policy, codec, value_t, index_name, index_np):
+        self.device = device
+        self.profile = profile
+        self.policy = policy
+        self.codec = codec
+        self.value_t = value_t
+        self.index_np = np.dtype(index_np).type
+        self.index_bytes = np.dtype(index_np).itemsize
+        params = dict(codec.template_args(), radix_bits=policy.radix_bits, wg=policy.wg_size,
+                      ipt=policy.items_per_thread, value_t=value_t, index_t=index_name)
+        params.update(self.template_params(policy))
+        self.program = programs.get(self.template, params)
+        self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
+        for name, knl in self.kernels.items():
+            wg_max = knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+            if wg_max < policy.wg_size:
+                raise PolicyError(f"{name} runs at most {wg_max} work-items per group on "
+                                  f"{profile.describe()}; the policy asks for {policy.wg_size}")
+        self.iota = None
+        if value_t in ("uint", "ulong"):
+            self.iota = cl.Kernel(self.program, "rts_iota")
+            self.iota.set_scalar_arg_dtypes([None, np.uint64, self.index_np])
+
+    def template_params(self, policy):
+        return {}
+
+    def flip(self, descending):
+        return self.codec.unsigned_dtype.type(((1 << self.codec.bits) - 1) if descending else 0)

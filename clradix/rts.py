@@ -1,0 +1,60 @@
+"""Host side of the reduce-then-scan digit passes (cl_templates/radix_sort.cl.mako)."""
+
+import numpy as np
+
+from .passes import DigitPasses
+
+
+class ReduceThenScan(DigitPasses):
+    template = "radix_sort.cl.mako"
+    kernel_names = ("rts_count", "rts_scan", "rts_scatter")
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        ulong, uint, idx = np.uint64, np.uint32, self.index_np
+        key_np = self.codec.unsigned_dtype.type
+        self.count = self.kernels["rts_count"]
+        self.count.set_scalar_arg_dtypes([None, ulong, None, idx, idx, uint, uint, uint, key_np])
+        self.scan = self.kernels["rts_scan"]
+        self.scan.set_scalar_arg_dtypes([None, uint])
+        self.scatter = self.kernels["rts_scatter"]
+        vals = [None, ulong, None, ulong, uint] if self.value_t else []
+        self.scatter.set_scalar_arg_dtypes(
+            [None, ulong, None, ulong] + vals + [None, idx, idx, uint, uint, uint, key_np, uint])
+
+    def _grid(self, n):
+        pol = self.policy
+        num_tiles = -(-n // pol.tile)
+        max_blocks = max(1, self.profile.compute_units * pol.blocks_per_cu, -(-n // (2 ** 31)))
+        tpb = -(-num_tiles // min(num_tiles, max_blocks))
+        return tpb, -(-num_tiles // tpb)
+
+    def temp_bytes(self, n, passes):
+        _, blocks = self._grid(n)
+        return self.policy.radix * blocks * self.index_bytes
+
+    def enqueue(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
+        wg = self.policy.wg_size
+        tpb, blocks = self._grid(n)
+        m = self.policy.radix * blocks
+        counts = alloc(m * self.index_bytes)
+        flip = self.flip(descending)
+        gsize = (blocks * wg,)
+        evt_list = wait or None
+        for p, (shift, bits) in enumerate(passes):
+            (kin, kin_off), kout = key_io[p]
+            mask = (1 << bits) - 1
+            evt = self.count(queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift,
+                             mask, flip, wait_for=evt_list)
+            evt = self.scan(queue, (wg,), (wg,), counts, m, wait_for=[evt])
+            kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
+            args = [kin, kin_off, kout_buf, kout_off]
+            if val_io is not None:
+                vin, (vout, vout_off) = val_io[p]
+                use_iota = iota and p == 0
+                vin_buf, vin_off = (vout, vout_off) if use_iota else vin
+                args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
+            args += [counts, n, tpb, blocks, shift, mask, flip, int(kout is not None)]
+            evt = self.scatter(queue, gsize, (wg,), *args, wait_for=[evt])
+            evt_list = [evt]
+        return evt
