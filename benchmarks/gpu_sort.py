@@ -254,9 +254,25 @@ def main():
         cp.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
 
+    def breakdown(dtype, kwargs):
+        keys = rand_keys(rng, dtype, n)
+        d = cl_array.to_device(queue, keys)
+        sorter = clradix.Sorter(ctx, **kwargs)
+        sorter.sort(queue, d).wait()
+        d.set(keys)
+        for algo in sorter._kernels.values():
+            algo.trace = []
+        sorter.sort(queue, d).wait()
+        for algo in sorter._kernels.values():
+            for name, evt in algo.trace:
+                ms = (evt.profile.end - evt.profile.start) * 1e-6
+                log(f"    {name:16s} {ms:8.3f} ms")
+            algo.trace = None
+
     try:
         peers(np.uint32)
         bench("planner", np.uint32, {})
+        breakdown(np.uint32, {})
         for v in filter(None, args.variants.split(",")):
             parts = v.split("x")
             kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))

@@ -260,7 +260,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
 
     /* claim the ring slot: every tile that may still read its previous owner must be done */
     if (lid == 0 && t + LOOKBACK + 1 > RING) {
-        while ((atomic_or(&counters[1], 0u) & TAIL_MASK) + RING < t + LOOKBACK + 1)
+        while ((counters[1] & TAIL_MASK) + RING < t + LOOKBACK + 1)
             ;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -269,10 +269,43 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     for (uint d = lid; d < RADIX; d += WG)
         atomic_xchg(&status[slot + d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d]);
 
-    /* decoupled look-back, one predecessor at a time for the whole work-group */
-    for (uint d = lid; d < RADIX; d += WG)
-        lprefix[d] = 0;
-    if (t > 0) {
+    /* decoupled look-back. Fast path: every digit walks back on its own through the ring, without
+       barriers. A digit that spins too long or reaches the look-back limit leaves it to the slow
+       path below, which goes one predecessor at a time for the whole work-group and can fall back
+       to counting a predecessor's keys. */
+    if (lid == 0)
+        lflag = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = lid; d < RADIX; d += WG) {
+        uint acc = 0;
+        uint done = t == 0;
+% if not force_fallback:
+        uint u = t - 1;
+        uint dist = 1;
+        uint spins = 0;
+        while (!done && dist <= LOOKBACK) {
+            const uint s = status[(u % RING) * RADIX + d];
+            if ((s & EPOCH_BIT) != status_epoch(u) || (s & FLAG_MASK) == 0) {
+                if (++spins >= SPIN_LIMIT)
+                    break;
+                continue;
+            }
+            spins = 0;
+            acc += s & VALUE_MASK;
+            if (s & FLAG_PREFIX)
+                done = 1;
+            --u;
+            ++dist;
+        }
+% endif
+        lprefix[d] = done ? (acc | FLAG_PREFIX) : 0;
+        if (!done)
+            atomic_or(&lflag, 1u);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint slow = lflag;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (slow) {
         uint u = t - 1;
         uint dist = 1;
         uint spins = 0;
@@ -351,12 +384,6 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         if (t == num_tiles - 1)
             bins_out[d] = gbase + ltotal[d];
     }
-    /* done with the ring: advance the tail (in order, except for its low TAIL_BITS bits) */
-    if (lid == 0) {
-        while ((atomic_or(&counters[1], 0u) & TAIL_MASK) != (t & TAIL_MASK))
-            ;
-        atomic_inc(&counters[1]);
-    }
 
     /* scatter through local memory so that global writes are coalesced */
     for (uint i = 0; i < IPT; ++i)
@@ -399,6 +426,13 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
             vals_out[lbase[dj[i]] + j] = lvals[j];
     }
 % endif
+    /* done with the ring (this tile's look-back ended before the scatter): advance the tail, in
+       order except for its low TAIL_BITS bits */
+    if (lid == 0) {
+        while ((counters[1] & TAIL_MASK) != (t & TAIL_MASK))
+            ;
+        atomic_inc(&counters[1]);
+    }
 }
 
 % if iota_ok:

@@ -12,6 +12,9 @@ import pyopencl as cl
 from .passes import DigitPasses
 from .policy import ONESWEEP_PORTION
 
+# Keys per onesweep launch (a module global so that tests can make portions small).
+PORTION = ONESWEEP_PORTION
+
 
 class Onesweep(DigitPasses):
     template = "onesweep.cl.mako"
@@ -22,11 +25,10 @@ class Onesweep(DigitPasses):
                     lookback=pol.lookback, tail_bits=pol.tail_bits, spin_limit=pol.spin_limit,
                     force_fallback=bool(pol.force_fallback))
 
-    def __init__(self, *args, portion=ONESWEEP_PORTION):
+    def __init__(self, *args):
         super().__init__(*args)
         ulong, uint, idx = np.uint64, np.uint32, self.index_np
         key_np = self.codec.unsigned_dtype.type
-        self.portion = portion
         self.histogram = self.kernels["os_histogram"]
         self.histogram.set_scalar_arg_dtypes([None, ulong, idx, None, uint, uint, key_np])
         self.bins = self.kernels["os_bins"]
@@ -54,16 +56,18 @@ class Onesweep(DigitPasses):
         (kin0, kin0_off), _ = key_io[0]
         evt = cl.enqueue_fill_buffer(queue, hist, self.index_np(0), 0, table, wait_for=wait or None)
         hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
-        evt = self.histogram(queue, (hist_groups * wg,), (wg,), kin0, kin0_off, n, hist, begin,
-                             end, flip, wait_for=[evt])
-        evt = self.bins(queue, (len(passes) * wg,), (wg,), hist, bins_a, wait_for=[evt])
+        evt = self._traced("os_histogram", self.histogram(
+            queue, (hist_groups * wg,), (wg,), kin0, kin0_off, n, hist, begin, end, flip,
+            wait_for=[evt]))
+        evt = self._traced("os_bins", self.bins(queue, (len(passes) * wg,), (wg,), hist, bins_a,
+                                                wait_for=[evt]))
         status_fill = np.uint32(0)
         for p, (shift, bits) in enumerate(passes):
             (kin, kin_off), kout = key_io[p]
             kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
             mask = (1 << bits) - 1
-            for k, start in enumerate(range(0, n, self.portion)):
-                length = min(self.portion, n - start)
+            for k, start in enumerate(range(0, n, PORTION)):
+                length = min(PORTION, n - start)
                 tiles = -(-length // pol.tile)
                 evt = cl.enqueue_fill_buffer(queue, status, status_fill, 0, self._status_bytes(),
                                              wait_for=[evt])
@@ -76,5 +80,6 @@ class Onesweep(DigitPasses):
                 b_in, b_out = (bins_a, bins_b) if k % 2 == 0 else (bins_b, bins_a)
                 args += [status, b_in, b_out, p * radix, start, length, shift, mask, flip,
                          int(kout is not None)]
-                evt = self.sweep(queue, (tiles * wg,), (wg,), *args, wait_for=[evt])
+                evt = self._traced(f"os_pass {p}", self.sweep(queue, (tiles * wg,), (wg,), *args,
+                                                              wait_for=[evt]))
         return evt

@@ -39,6 +39,14 @@ class DigitPasses:
             self.iota = cl.Kernel(self.program, "rts_iota")
             self.iota.set_scalar_arg_dtypes([None, np.uint64, self.index_np])
 
+    #: when a list, enqueue() appends (kernel name, event) of every command (for profiling)
+    trace = None
+
+    def _traced(self, name, evt):
+        if self.trace is not None:
+            self.trace.append((name, evt))
+        return evt
+
     def template_params(self, policy):
         return {}
 

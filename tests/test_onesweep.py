@@ -1,0 +1,126 @@
+"""Onesweep on the test devices: every ranking back-end the device has, the status ring wrapping
+around, forced fallback, portions, key-value, descending, bit ranges."""
+
+import numpy as np
+import pyopencl.array as cl_array
+import pytest
+
+import clradix
+from clradix import onesweep
+from clradix.device import DeviceProfile
+from clradix.keys import KEY_DTYPES
+from clradix.policy import ranking_backends
+
+from data import DISTRIBUTIONS, float_specials, uniform
+from reference import bits_of, ref_argsort
+
+DTYPES = [np.dtype(d) for d in KEY_DTYPES]
+WG, IPT = 64, 4
+TILE = WG * IPT
+# A ring of 24 tiles, look-back 8, tail slack 4: wraps many times at a few thousand keys.
+SMALL_RING = dict(ring_slots=24, lookback=8, tail_bits=2)
+
+
+def backends(ctx):
+    prof = DeviceProfile.from_device(ctx.devices[0])
+    return ranking_backends(prof)
+
+
+def make(ctx, ranking, **kw):
+    sg = 32 if ranking in ("ptx", "local") else 16
+    kw.setdefault("wg_size", WG)
+    kw.setdefault("items_per_thread", IPT)
+    return clradix.Sorter(ctx, algorithm="onesweep", ranking=ranking, sg_size=sg, **kw)
+
+
+def run(queue, sorter, keys, **kw):
+    d = cl_array.to_device(queue, keys)
+    v = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
+    sorter.sort(queue, d, values=v, **kw).wait()
+    order = ref_argsort(keys, **kw)
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys[order]))
+    np.testing.assert_array_equal(v.get(), order)
+
+
+@pytest.mark.parametrize("radix_bits", [2, 4, 8])
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d) for d in DTYPES])
+def test_dtypes_and_sizes(ctx, queue, rng, dtype, radix_bits):
+    for ranking in backends(ctx):
+        sorter = make(ctx, ranking, radix_bits=radix_bits, **SMALL_RING)
+        for n in (0, 1, 2, WG - 1, WG + 1, TILE - 1, TILE + 1, 29 * TILE + 7):
+            run(queue, sorter, float_specials(rng, dtype, n))
+
+
+@pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
+def test_distributions_descending(ctx, queue, rng, dist):
+    for ranking in backends(ctx):
+        sorter = make(ctx, ranking, **SMALL_RING)
+        for dtype in (np.uint32, np.float64, np.int16):
+            keys = DISTRIBUTIONS[dist](rng, dtype, 40 * TILE + 3)
+            run(queue, sorter, keys)
+            run(queue, sorter, keys, descending=True)
+
+
+@pytest.mark.parametrize("ranking", ["local", "khr", "intel", "ptx"])
+def test_forced_fallback(ctx, queue, rng, ranking):
+    """Every look-back recomputes its predecessors' counts from their keys: still exact."""
+    if ranking not in backends(ctx):
+        pytest.skip(f"{ranking} ranking is not available on {ctx.devices[0].name}")
+    sorter = make(ctx, ranking, force_fallback=True, **SMALL_RING)
+    for dtype in (np.uint32, np.float32, np.uint64):
+        for n in (TILE + 1, 50 * TILE + 11):
+            run(queue, sorter, float_specials(rng, dtype, n))
+
+
+def test_short_spin_limit_falls_back_and_posts(ctx, queue, rng):
+    """A spin limit of 1 makes look-back fall back whenever a predecessor is late."""
+    sorter = make(ctx, "local", spin_limit=1, **SMALL_RING)
+    run(queue, sorter, uniform(rng, np.uint32, 80 * TILE + 5))
+
+
+def test_portions(ctx, queue, rng, monkeypatch):
+    """Sorts larger than a portion run in several launches per pass (as from 2**28 keys on)."""
+    monkeypatch.setattr(onesweep, "PORTION", 5 * TILE + 3)
+    for ranking in backends(ctx):
+        sorter = make(ctx, ranking, **SMALL_RING)
+        for dtype in (np.uint32, np.float64):
+            run(queue, sorter, float_specials(rng, dtype, 23 * TILE + 1))
+            run(queue, sorter, float_specials(rng, dtype, 10 * TILE + 6), descending=True)
+
+
+@pytest.mark.parametrize("begin,end", [(0, 0), (4, 12), (3, 17), (24, 32)])
+def test_bit_ranges_and_argsort(ctx, queue, rng, begin, end):
+    sorter = make(ctx, "local", **SMALL_RING)
+    keys = uniform(rng, np.uint32, 17 * TILE + 2)
+    run(queue, sorter, keys, begin_bit=begin, end_bit=end)
+    idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys), begin_bit=begin,
+                              end_bit=end)
+    np.testing.assert_array_equal(idx.get(), ref_argsort(keys, begin_bit=begin, end_bit=end))
+
+
+def test_value_widths(ctx, queue, rng):
+    sorter = make(ctx, "local", **SMALL_RING)
+    n = 9 * TILE + 1
+    keys = DISTRIBUTIONS["distinct16"](rng, np.uint64, n)
+    order = ref_argsort(keys)
+    for vdt in (np.uint8, np.uint16, np.uint64, np.dtype("V16")):
+        vals = rng.integers(0, 256, n * np.dtype(vdt).itemsize, dtype=np.uint8).view(vdt)
+        d = cl_array.to_device(queue, keys)
+        v = cl_array.to_device(queue, vals)
+        sorter.sort(queue, d, values=v).wait()
+        np.testing.assert_array_equal(v.get().view(np.uint8), vals[order].view(np.uint8))
+
+
+def test_temp_bytes_is_constant_beyond_ping_pong(ctx):
+    sorter = clradix.Sorter(ctx, algorithm="onesweep", ranking="local", wg_size=WG,
+                            items_per_thread=IPT)
+    extra = [sorter.temp_bytes(n, np.uint32) - 4 * n for n in (10 ** 4, 10 ** 6, 10 ** 7)]
+    assert extra[0] == extra[1] == extra[2] > 0
+    kv = sorter.temp_bytes(10 ** 6, np.uint32, np.uint64)
+    assert kv == sorter.temp_bytes(10 ** 6, np.uint32) + 8 * 10 ** 6
+
+
+def test_planner_default_on_this_device_sorts(ctx, queue, rng):
+    sorter = clradix.Sorter(ctx)
+    for dtype in (np.uint32, np.float32, np.uint64):
+        run(queue, sorter, float_specials(rng, dtype, 100_003))
