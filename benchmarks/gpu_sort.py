@@ -77,7 +77,7 @@ def check_suite(ctx, queue, rng, log):
         "planner": {},
         "onesweep-local": dict(algorithm="onesweep", ranking="local"),
         "onesweep-ptx-small-ring": dict(algorithm="onesweep", ranking="ptx", ring_slots=48,
-                                        lookback=16, tail_bits=2, wg_size=128,
+                                        lookback=16, wg_size=128,
                                         items_per_thread=4),
         "onesweep-forced-fallback": dict(algorithm="onesweep", force_fallback=True, wg_size=128,
                                          items_per_thread=4),
@@ -121,6 +121,7 @@ def main():
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--types", action="store_true", help="f32, u64, u32+u32 and argsort at 2^28")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--ptxinfo", action="store_true", help="print registers / local memory")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args()
@@ -269,15 +270,31 @@ def main():
                 log(f"    {name:16s} {ms:8.3f} ms")
             algo.trace = None
 
+    if args.ptxinfo:
+        from clradix.render import render
+        sorter = clradix.Sorter(ctx)
+        pol = sorter.plan(dev, np.uint32, n)
+        from clradix.keys import key_codec
+        params = dict(key_codec(np.uint32).template_args(), radix_bits=pol.radix_bits,
+                      wg=pol.wg_size, ipt=pol.items_per_thread, value_t=None, index_t="uint",
+                      backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
+                      lookback=pol.lookback, spin_limit=pol.spin_limit,
+                      ring_guard=pol.ring_guard, tail_bits=pol.tail_bits,
+                      force_fallback=False)
+        prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(
+            options=["-cl-nv-verbose"])
+        log(prg.get_build_info(dev, cl.program_build_info.LOG))
+
     try:
         peers(np.uint32)
         bench("planner", np.uint32, {})
         breakdown(np.uint32, {})
         for v in filter(None, args.variants.split(",")):
-            parts = v.split("x")
+            parts = v.split("x") if ":" not in v else v.split(":")[0].split("x") + v.split(":")[1:]
             kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
-            if len(parts) > 2:
-                kw["radix_bits"] = int(parts[2])
+            for extra in parts[2:]:  # e.g. "ring_slots=65536", "ring_guard=tail", "radix_bits=4"
+                key, val = extra.split("=")
+                kw[key] = val if key == "ring_guard" else int(val)
             bench(f"onesweep {v}", np.uint32, kw)
         if args.types:
             for dt in (np.float32, np.uint64):

@@ -129,3 +129,33 @@ __kernel void rts_iota(__global ${value_t}* restrict vals, ulong vals_off, ${ind
         vals[vals_off + i] = (${value_t})i;
 }
 </%def>
+
+## The same exclusive work-group scan for NVIDIA: warp scans with shfl.sync, one barrier pair.
+## `scratch` needs wg / 32 elements.
+<%def name="wg_scan_warp_fn(name, wg)">
+inline uint ${name}(uint v, __local uint* scratch, uint lid, uint* total)
+{
+    const uint lane = lid & 31u;
+    uint x = v;
+    #pragma unroll
+    for (uint off = 1; off < 32; off <<= 1) {
+        uint y;
+        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, -1;" : "=r"(y) : "r"(x), "r"(off));
+        if (lane >= off)
+            x += y;
+    }
+    if (lane == 31)
+        scratch[lid >> 5] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint before = 0, all = 0;
+    #pragma unroll
+    for (uint w = 0; w < ${wg // 32}; ++w) {
+        const uint s = scratch[w];
+        before += w < (lid >> 5) ? s : 0u;
+        all += s;
+    }
+    *total = all;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return before + x - v;
+}
+</%def>

@@ -12,7 +12,10 @@
 ## The ring: tile t uses slot t % RING. A tile looks back at most LOOKBACK tiles through the ring
 ## (beyond that it recomputes counts from keys), and may only claim its slot once every tile that
 ## could still read the slot's previous owner is done: tail >= t - RING + LOOKBACK + 1, where tail
-## counts completed tiles in order except for its TAIL_BITS low bits (seed 001).
+## counts the tiles, from the first on, that have finished their look-back (seed 001). Instead of
+## the seed's in-order spinning increment, a tile marks itself done in a ring of done words and
+## then advances the tail over every consecutive done tile with compare-and-swap: nobody waits,
+## and the tail is exact.
 ## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
 ## computes that tile's digit counts from its keys, posts them, and goes on. FORCE_FALLBACK does so
 ## at once, for tests.
@@ -48,8 +51,8 @@
 #define NW ${NW}
 #define RING ${ring}
 #define LOOKBACK ${lookback}
-#define TAIL_MASK (0xffffffffu << ${tail_bits})
 #define SPIN_LIMIT ${spin_limit}
+#define TAIL_MASK (0xffffffffu << ${tail_bits})
 #define FLAG_AGG 0x40000000u
 #define FLAG_PREFIX 0x80000000u
 #define FLAG_MASK 0xc0000000u
@@ -65,7 +68,11 @@
 % endif
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+% if backend == "ptx":
+${common.wg_scan_warp_fn("wg_scan_uint", wg)}
+% else:
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
+% endif
 ${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
 
 inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
@@ -178,7 +185,8 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     __local uint lflag;
 
     __local KEY_T* lkeys = (__local KEY_T*)lraw;
-    __global volatile uint* counters = status + RING * RADIX;  /* [0] tile ids, [1] tail */
+    __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
+    __global volatile uint* counters = done + RING;        /* [0] tile ids, [1] tail */
     bins_in += bins_off;
     bins_out += bins_off;
     const uint lid = get_local_id(0);
@@ -207,6 +215,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     KEY_T k[IPT];
     uint dig[IPT];
     uint rank[IPT];
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
         if (j < valid) {
@@ -219,6 +228,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     }
 
     /* rank inside the subgroup: peers with the same digit, in lane order within each round */
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i) {
         const uint d = dig[i];
         const uint peers = sg_match(d, lsg);
@@ -258,11 +268,31 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         ltotal[d] = end - start;
     }
 
-    /* claim the ring slot: every tile that may still read its previous owner must be done */
+    /* claim the ring slot: every tile that may still read its previous owner (t - RING) must have
+       finished its look-back */
+% if ring_guard == "tail":
     if (lid == 0 && t + LOOKBACK + 1 > RING) {
         while ((counters[1] & TAIL_MASK) + RING < t + LOOKBACK + 1)
             ;
     }
+% else:
+    if (t >= RING) {
+        /* readers of the previous owner: tiles t - RING + 1 .. t - RING + LOOKBACK */
+        for (;;) {
+            if (lid == 0)
+                lflag = 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint x = t - RING + 1 + lid; x <= t - RING + LOOKBACK; x += WG)
+                if (done[x % RING] < x + 1)
+                    atomic_or(&lflag, 1u);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint busy = lflag;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (!busy)
+                break;
+        }
+    }
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
     /* publish this tile's counts (tile 0 publishes its inclusive prefix at once) */
@@ -385,12 +415,27 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
             bins_out[d] = gbase + ltotal[d];
     }
 
+    /* this tile is done with the ring */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) {
+% if ring_guard == "tail":
+        /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits */
+        while ((counters[1] & TAIL_MASK) != (t & TAIL_MASK))
+            ;
+        atomic_inc(&counters[1]);
+% else:
+        done[t % RING] = t + 1;
+% endif
+    }
+
     /* scatter through local memory so that global writes are coalesced */
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i)
         if (dig[i] < RADIX)
             lkeys[lcount[w * RADIX + dig[i]] + rank[i]] = k[i];
     barrier(CLK_LOCAL_MEM_FENCE);
     uint dj[IPT];
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid) {
@@ -404,6 +449,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     /* values: the same ranks, through the same local memory */
     __local VALUE_T* lvals = (__local VALUE_T*)lraw;
     VALUE_T v[IPT];
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
         if (j < valid) {
@@ -416,23 +462,18 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i)
         if (dig[i] < RADIX)
             lvals[lcount[w * RADIX + dig[i]] + rank[i]] = v[i];
     barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid)
             vals_out[lbase[dj[i]] + j] = lvals[j];
     }
 % endif
-    /* done with the ring (this tile's look-back ended before the scatter): advance the tail, in
-       order except for its low TAIL_BITS bits */
-    if (lid == 0) {
-        while ((counters[1] & TAIL_MASK) != (t & TAIL_MASK))
-            ;
-        atomic_inc(&counters[1]);
-    }
 }
 
 % if iota_ok:

@@ -22,7 +22,9 @@ class Onesweep(DigitPasses):
 
     def template_params(self, pol):
         return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
-                    lookback=pol.lookback, tail_bits=pol.tail_bits, spin_limit=pol.spin_limit,
+                    lookback=pol.lookback, spin_limit=pol.spin_limit,
+                    ring_guard=pol.ring_guard,
+                    tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
                     force_fallback=bool(pol.force_fallback))
 
     def __init__(self, *args):
@@ -39,7 +41,7 @@ class Onesweep(DigitPasses):
             + [None, None, None, uint, idx, uint, uint, uint, key_np, uint])
 
     def _status_bytes(self):
-        return (self.policy.ring_slots * self.policy.radix + 2) * 4
+        return (self.policy.ring_slots * (self.policy.radix + 1) + 2) * 4
 
     def temp_bytes(self, n, passes):
         return 3 * len(passes) * self.policy.radix * self.index_bytes + self._status_bytes()

@@ -30,8 +30,10 @@ class SortPolicy:
     sg_size: int = 32             # onesweep: subgroup width the ranking assumes
     ring_slots: int = 1024        # onesweep: tiles in the status ring (constant memory)
     lookback: int = 256           # onesweep: farthest predecessor read through the ring
-    tail_bits: int = 4            # onesweep: out-of-order slack of the ring's tail counter
     spin_limit: int = 4096        # onesweep: look-back spins before falling back
+    ring_guard: str = "flags"     # onesweep: how a tile knows its ring slot is free ("flags": the
+    #                               readers' done words; "tail": seed 001's in-order tail counter)
+    tail_bits: int = 4            # onesweep, ring_guard="tail": out-of-order slack of the tail
     force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
 
     @property
@@ -158,6 +160,9 @@ def _validate_onesweep(policy, profile):
     if not 1 <= policy.sg_size <= 32 or policy.wg_size % policy.sg_size:
         raise PolicyError(f"sg_size={policy.sg_size} must divide wg_size={policy.wg_size} and be "
                           f"at most 32")
-    if policy.lookback < 1 or policy.lookback + (1 << policy.tail_bits) > policy.ring_slots:
+    if policy.ring_guard not in ("flags", "tail"):
+        raise PolicyError(f"ring_guard={policy.ring_guard!r}: expected 'flags' or 'tail'")
+    slack = (1 << policy.tail_bits) if policy.ring_guard == "tail" else 1
+    if policy.lookback < 1 or policy.lookback + slack > policy.ring_slots:
         raise PolicyError(f"ring_slots={policy.ring_slots} must be at least lookback "
-                          f"({policy.lookback}) + 2**tail_bits ({1 << policy.tail_bits})")
+                          f"({policy.lookback}) + {slack}")

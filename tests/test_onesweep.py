@@ -17,8 +17,8 @@ from reference import bits_of, ref_argsort
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 WG, IPT = 64, 4
 TILE = WG * IPT
-# A ring of 24 tiles, look-back 8, tail slack 4: wraps many times at a few thousand keys.
-SMALL_RING = dict(ring_slots=24, lookback=8, tail_bits=2)
+# A ring of 24 tiles and look-back 8: wraps many times at a few thousand keys.
+SMALL_RING = dict(ring_slots=24, lookback=8)
 
 
 def backends(ctx):
@@ -70,6 +70,14 @@ def test_forced_fallback(ctx, queue, rng, ranking):
     for dtype in (np.uint32, np.float32, np.uint64):
         for n in (TILE + 1, 50 * TILE + 11):
             run(queue, sorter, float_specials(rng, dtype, n))
+
+
+@pytest.mark.parametrize("guard", ["flags", "tail"])
+def test_ring_guards(ctx, queue, rng, guard):
+    """Both ways of knowing a ring slot is free keep results exact while the ring wraps."""
+    sorter = make(ctx, "local", ring_slots=12, lookback=4, tail_bits=2, ring_guard=guard)
+    for dtype in (np.uint32, np.int64):
+        run(queue, sorter, float_specials(rng, dtype, 120 * TILE + 9))
 
 
 def test_short_spin_limit_falls_back_and_posts(ctx, queue, rng):
