@@ -279,7 +279,7 @@ def main():
                       wg=pol.wg_size, ipt=pol.items_per_thread, value_t=None, index_t="uint",
                       backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                       lookback=pol.lookback, spin_limit=pol.spin_limit,
-                      ring_guard=pol.ring_guard, tail_bits=pol.tail_bits,
+                      ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=None,
                       force_fallback=False)
         prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(
             options=["-cl-nv-verbose"])
@@ -292,8 +292,13 @@ def main():
         for v in filter(None, args.variants.split(",")):
             parts = v.split("x") if ":" not in v else v.split(":")[0].split("x") + v.split(":")[1:]
             kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
+            from clradix import onesweep as os_mod
+            os_mod.EXPERIMENT = None
             for extra in parts[2:]:  # e.g. "ring_slots=65536", "ring_guard=tail", "radix_bits=4"
                 key, val = extra.split("=")
+                if key == "experiment":
+                    os_mod.EXPERIMENT = val
+                    continue
                 kw[key] = val if key == "ring_guard" else int(val)
             bench(f"onesweep {v}", np.uint32, kw)
         if args.types:

@@ -31,6 +31,9 @@
     key_bytes = key_bits // 8
     value_bytes = {None: 0, "uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}[value_t]
     raw_bytes = TILE * max(key_bytes, value_bytes)
+    # unrolling the items-per-thread loops keeps them in registers on GPUs; CPU compilers (PoCL)
+    # only take longer to compile them
+    unroll = "    #pragma unroll" if backend == "ptx" else ""
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -215,7 +218,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     KEY_T k[IPT];
     uint dig[IPT];
     uint rank[IPT];
-    #pragma unroll
+${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
         if (j < valid) {
@@ -227,46 +230,16 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         }
     }
 
-    /* rank inside the subgroup: peers with the same digit, in lane order within each round */
-    #pragma unroll
-    for (uint i = 0; i < IPT; ++i) {
-        const uint d = dig[i];
-        const uint peers = sg_match(d, lsg);
-        const uint before = peers & sg_lt_mask();
-        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
-        sg_sync();
-        if (d < RADIX && before == 0)
-            lcount[w * RADIX + d] = cnt + popcount(peers);
-        sg_sync();
-        rank[i] = cnt + popcount(before);
-    }
+    /* early counts: the tile's digit histogram, published before the ranking so that successors
+       find this tile's counts (and prefix) sooner */
+    for (uint d = lid; d < RADIX; d += WG)
+        ltotal[d] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
-    {
-        const uint m = NW * RADIX;
-        const uint per = (m + WG - 1) / WG;
-        const uint b = min(lid * per, m);
-        const uint e = min(b + per, m);
-        uint sum = 0;
-        for (uint x = b; x < e; ++x)
-            sum += lcount[(x % NW) * RADIX + x / NW];
-        uint total;
-        uint run = wg_scan_uint(sum, lscan, lid, &total);
-        for (uint x = b; x < e; ++x) {
-            const uint a = (x % NW) * RADIX + x / NW;
-            const uint c = lcount[a];
-            lcount[a] = run;
-            run += c;
-        }
-    }
+${unroll}
+    for (uint i = 0; i < IPT; ++i)
+        if (dig[i] < RADIX)
+            atomic_inc(&ltotal[dig[i]]);
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint d = lid; d < RADIX; d += WG) {
-        const uint start = lcount[d];  /* subgroup 0 */
-        const uint end = d + 1 < RADIX ? lcount[d + 1] : valid;
-        lexcl[d] = start;
-        ltotal[d] = end - start;
-    }
 
     /* claim the ring slot: every tile that may still read its previous owner (t - RING) must have
        finished its look-back */
@@ -308,7 +281,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += WG) {
         uint acc = 0;
-        uint done = t == 0;
+        uint done = t == 0 ${'|| 1' if experiment == "no_lookback" else ''};
 % if not force_fallback:
         uint u = t - 1;
         uint dist = 1;
@@ -409,10 +382,8 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         lprefix[d] = excl;
         if (t > 0)
             atomic_xchg(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
-        const INDEX_T gbase = bins_in[d] + excl;
-        lbase[d] = gbase - lexcl[d];
         if (t == num_tiles - 1)
-            bins_out[d] = gbase + ltotal[d];
+            bins_out[d] = bins_in[d] + excl + ltotal[d];
     }
 
     /* this tile is done with the ring */
@@ -428,20 +399,64 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
 % endif
     }
 
+    /* rank inside the subgroup: peers with the same digit, in lane order within each round */
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint d = dig[i];
+% if experiment == "no_match":
+        const uint peers = 1u << lane;
+% else:
+        const uint peers = sg_match(d, lsg);
+% endif
+        const uint before = peers & sg_lt_mask();
+        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
+        sg_sync();
+        if (d < RADIX && before == 0)
+            lcount[w * RADIX + d] = cnt + popcount(peers);
+        sg_sync();
+        rank[i] = cnt + popcount(before);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
+    {
+        const uint m = NW * RADIX;
+        const uint per = (m + WG - 1) / WG;
+        const uint b = min(lid * per, m);
+        const uint e = min(b + per, m);
+        uint sum = 0;
+        for (uint x = b; x < e; ++x)
+            sum += lcount[(x % NW) * RADIX + x / NW];
+        uint total;
+        uint run = wg_scan_uint(sum, lscan, lid, &total);
+        for (uint x = b; x < e; ++x) {
+            const uint a = (x % NW) * RADIX + x / NW;
+            const uint c = lcount[a];
+            lcount[a] = run;
+            run += c;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = lid; d < RADIX; d += WG) {
+        lexcl[d] = lcount[d];  /* subgroup 0 */
+        lbase[d] = bins_in[d] + lprefix[d] - lcount[d];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
     /* scatter through local memory so that global writes are coalesced */
-    #pragma unroll
+${unroll}
     for (uint i = 0; i < IPT; ++i)
         if (dig[i] < RADIX)
             lkeys[lcount[w * RADIX + dig[i]] + rank[i]] = k[i];
     barrier(CLK_LOCAL_MEM_FENCE);
     uint dj[IPT];
-    #pragma unroll
+${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid) {
             const KEY_T key = lkeys[j];
             dj[i] = digit_of(key, shift, digit_mask, flip);
-            if (write_keys)
+            if (write_keys ${'&& 0' if experiment == "no_scatter" else ''})
                 keys_out[lbase[dj[i]] + j] = key;
         }
     }
@@ -449,7 +464,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     /* values: the same ranks, through the same local memory */
     __local VALUE_T* lvals = (__local VALUE_T*)lraw;
     VALUE_T v[IPT];
-    #pragma unroll
+${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
         if (j < valid) {
@@ -462,12 +477,12 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    #pragma unroll
+${unroll}
     for (uint i = 0; i < IPT; ++i)
         if (dig[i] < RADIX)
             lvals[lcount[w * RADIX + dig[i]] + rank[i]] = v[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    #pragma unroll
+${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid)
