@@ -281,9 +281,15 @@ def main():
                       lookback=pol.lookback, spin_limit=pol.spin_limit,
                       ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=None,
                       force_fallback=False)
-        prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(
-            options=["-cl-nv-verbose"])
-        log(prg.get_build_info(dev, cl.program_build_info.LOG))
+        for opts in (["-cl-nv-verbose"], ["-cl-nv-verbose", "-cl-nv-maxrregcount=64"],
+                     ["-cl-nv-verbose", "-cl-nv-maxrregcount", "64"]):
+            try:
+                prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(options=opts)
+                log_text = prg.get_build_info(dev, cl.program_build_info.LOG)
+                log(" ".join(opts) + ": " + " | ".join(
+                    ln.strip() for ln in log_text.splitlines() if "os_pass" in ln or "Used" in ln))
+            except Exception as exc:
+                log(f"{opts}: {exc}")
 
     try:
         peers(np.uint32)

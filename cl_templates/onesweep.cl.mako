@@ -6,6 +6,8 @@
 ##                  match masks, publish their digit counts, look back over predecessors in a ring
 ##                  of status words, publish their inclusive prefix and scatter through local memory.
 ##
+## Status words are published with plain (volatile) 32-bit stores, which are single-copy atomic on
+## every device here; atomic read-modify-writes cost L2 atomic throughput for nothing.
 ## Status word (32 bits): [31:30] flag (0 not ready, 1 aggregate, 2 inclusive prefix), [29] epoch
 ## (parity of tile / RING, so a slot's previous owner is never mistaken for its current one),
 ## [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
@@ -55,6 +57,7 @@
 #define RING ${ring}
 #define LOOKBACK ${lookback}
 #define SPIN_LIMIT ${spin_limit}
+#define LB_WIN 8
 #define TAIL_MASK (0xffffffffu << ${tail_bits})
 #define FLAG_AGG 0x40000000u
 #define FLAG_PREFIX 0x80000000u
@@ -203,7 +206,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
 % endif
 
     if (lid == 0)
-        ltile = atomic_inc(&counters[0]);
+        ltile = ${'get_group_id(0)' if "no_atomic_id" in (experiment or "") else 'atomic_inc(&counters[0])'};
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -270,7 +273,7 @@ ${unroll}
 
     /* publish this tile's counts (tile 0 publishes its inclusive prefix at once) */
     for (uint d = lid; d < RADIX; d += WG)
-        atomic_xchg(&status[slot + d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d]);
+        status[slot + d] = (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d];
 
     /* decoupled look-back. Fast path: every digit walks back on its own through the ring, without
        barriers. A digit that spins too long or reaches the look-back limit leaves it to the slow
@@ -281,24 +284,41 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += WG) {
         uint acc = 0;
-        uint done = t == 0 ${'|| 1' if experiment == "no_lookback" else ''};
+        uint done = t == 0 ${'|| 1' if "no_lookback" in (experiment or "") else ''};
 % if not force_fallback:
+        /* read a window of LB_WIN predecessors at once (independent loads), consume the ready
+           ones in order, stop at a prefix; at the look-back limit only a prefix will do */
         uint u = t - 1;
         uint dist = 1;
         uint spins = 0;
-        while (!done && dist <= LOOKBACK) {
-            const uint s = status[(u % RING) * RADIX + d];
-            if ((s & EPOCH_BIT) != status_epoch(u) || (s & FLAG_MASK) == 0) {
+        while (!done) {
+            uint win[LB_WIN];
+            ${unroll}
+            for (uint q = 0; q < LB_WIN; ++q)
+                win[q] = (q <= u && dist + q <= LOOKBACK) ? status[((u - q) % RING) * RADIX + d] : 0u;
+            uint used = 0;
+            ${unroll}
+            for (uint q = 0; q < LB_WIN; ++q) {
+                const uint s = win[q];
+                const int ready = used == q && q <= u && dist + q <= LOOKBACK
+                    && (s & EPOCH_BIT) == status_epoch(u - q) && (s & FLAG_MASK) != 0
+                    && (dist + q < LOOKBACK || (s & FLAG_PREFIX));
+                if (ready && !done) {
+                    acc += s & VALUE_MASK;
+                    done = (s & FLAG_PREFIX) != 0;
+                    ++used;
+                }
+            }
+            if (done)
+                break;
+            if (used == 0) {
                 if (++spins >= SPIN_LIMIT)
                     break;
                 continue;
             }
             spins = 0;
-            acc += s & VALUE_MASK;
-            if (s & FLAG_PREFIX)
-                done = 1;
-            --u;
-            ++dist;
+            u -= used;
+            dist += used;
         }
 % endif
         lprefix[d] = done ? (acc | FLAG_PREFIX) : 0;
@@ -326,7 +346,8 @@ ${unroll}
                     s = FLAG_PREFIX;  /* this digit is done */
                 } else if (ring_ok) {
                     s = status[useslot + d];
-                    if ((s & EPOCH_BIT) != uepoch || (s & FLAG_MASK) == 0)
+                    if ((s & EPOCH_BIT) != uepoch || (s & FLAG_MASK) == 0
+                        || (dist == LOOKBACK && !(s & FLAG_PREFIX)))
                         s = 0;
                 }
                 words[q] = s;
@@ -381,7 +402,7 @@ ${unroll}
         const uint excl = lprefix[d] & VALUE_MASK;
         lprefix[d] = excl;
         if (t > 0)
-            atomic_xchg(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
+            status[slot + d] = FLAG_PREFIX | epoch | (excl + ltotal[d]);
         if (t == num_tiles - 1)
             bins_out[d] = bins_in[d] + excl + ltotal[d];
     }
@@ -403,7 +424,7 @@ ${unroll}
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint d = dig[i];
-% if experiment == "no_match":
+% if "no_match" in (experiment or ""):
         const uint peers = 1u << lane;
 % else:
         const uint peers = sg_match(d, lsg);
@@ -456,7 +477,7 @@ ${unroll}
         if (j < valid) {
             const KEY_T key = lkeys[j];
             dj[i] = digit_of(key, shift, digit_mask, flip);
-            if (write_keys ${'&& 0' if experiment == "no_scatter" else ''})
+            if (write_keys ${'&& 0' if "no_scatter" in (experiment or "") else ''})
                 keys_out[lbase[dj[i]] + j] = key;
         }
     }

@@ -27,7 +27,10 @@ class DigitPasses:
         params = dict(codec.template_args(), radix_bits=policy.radix_bits, wg=policy.wg_size,
                       ipt=policy.items_per_thread, value_t=value_t, index_t=index_name)
         params.update(self.template_params(policy))
-        self.program = programs.get(self.template, params)
+        options = []
+        if getattr(policy, "max_registers", 0) and profile.is_nvidia:
+            options.append(f"-cl-nv-maxrregcount={policy.max_registers}")
+        self.program = programs.get(self.template, params, options)
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
         for name, knl in self.kernels.items():
             wg_max = knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)

@@ -34,6 +34,7 @@ class SortPolicy:
     ring_guard: str = "flags"     # onesweep: how a tile knows its ring slot is free ("flags": the
     #                               readers' done words; "tail": seed 001's in-order tail counter)
     tail_bits: int = 4            # onesweep, ring_guard="tail": out-of-order slack of the tail
+    max_registers: int = 0        # NVIDIA only: -cl-nv-maxrregcount (0: the compiler's choice)
     force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
 
     @property
