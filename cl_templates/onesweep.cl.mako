@@ -187,6 +187,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     __local uint lprefix[RADIX];
     __local uint lfb[RADIX];
     __local INDEX_T lbase[RADIX];
+    __local INDEX_T lbins[RADIX];
     __local uint ltile;
     __local uint lflag;
 
@@ -209,6 +210,8 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
         ltile = ${'get_group_id(0)' if "no_atomic_id" in (experiment or "") else 'atomic_inc(&counters[0])'};
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
+    for (uint d = lid; d < RADIX; d += WG)
+        lbins[d] = bins_in[d];  /* needed only after the look-back: load it early */
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint t = ltile;
     const uint num_tiles = (portion_len + TILE - 1) / TILE;
@@ -404,11 +407,11 @@ ${unroll}
         if (t > 0)
             status[slot + d] = FLAG_PREFIX | epoch | (excl + ltotal[d]);
         if (t == num_tiles - 1)
-            bins_out[d] = bins_in[d] + excl + ltotal[d];
+            bins_out[d] = lbins[d] + excl + ltotal[d];
     }
 
-    /* this tile is done with the ring */
-    barrier(CLK_GLOBAL_MEM_FENCE);
+    /* this tile is done with the ring (its reads of it are consumed: a local barrier suffices) */
+    barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
 % if ring_guard == "tail":
         /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits */
@@ -460,7 +463,7 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += WG) {
         lexcl[d] = lcount[d];  /* subgroup 0 */
-        lbase[d] = bins_in[d] + lprefix[d] - lcount[d];
+        lbase[d] = lbins[d] + lprefix[d] - lcount[d];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 

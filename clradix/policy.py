@@ -51,7 +51,7 @@ class SortPolicy:
             return (self.tile * max(key_bytes, value_bytes or 0)   # staging of keys, then values
                     + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
                     + self.wg_size * 8                             # scan + match scratch
-                    + self.radix * (16 + index_bytes) + 16)        # digit tables
+                    + self.radix * (16 + 2 * index_bytes) + 16)    # digit tables
         sub = 1 << min(self.radix_bits, 4)
         return (self.tile * (key_bytes + 2)      # keys of the tile + their source positions
                 + sub * self.wg_size * 4         # split counters
@@ -69,8 +69,9 @@ _DEFAULTS = {
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
-    # NVIDIA (H100/H200 OpenCL): onesweep with warp match ranking. BENCHMARKS.md, "onesweep".
-    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+    # NVIDIA H200 OpenCL, u32 2^28 keys: 256 x 24 took 15.3-15.9 ms, 256 x 16: 16.9 ms,
+    # 256 x 12: 17.7 ms, 256 x 32: 18.6 ms, 128 x 16: 31 ms (BENCHMARKS.md, "onesweep tuning").
+    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=24,
                          ranking="ptx", sg_size=32),
 }
 
