@@ -120,6 +120,9 @@ def main(argv=None):
     ap.add_argument("--sizes", default="20,22", help="comma list of log2 sizes (20,22)")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--no-peers", action="store_true", help="skip pyopencl and numpy")
+    ap.add_argument("--policy", action="append", default=[],
+                    help="also time clradix with these policy fields, e.g. "
+                         "'algorithm=onesweep;ranking=local' (repeatable)")
     ap.add_argument("--json", help="write every sample here")
     ap.add_argument("--quick", action="store_true", help="CI-sized: 2^12 and 2^14, 2 repeats")
     args = ap.parse_args(argv)
@@ -149,6 +152,12 @@ def main(argv=None):
                 keys = random_keys(rng, dtype, n)
                 policy = sorter.plan(dev, dtype, n)
                 impls = [("clradix", lambda: time_clradix(queue, sorter, keys, args.repeat))]
+                for spec in args.policy:
+                    over = dict(kv.split("=") for kv in spec.split(";") if kv)
+                    over = {k: (int(v) if v.isdigit() else v) for k, v in over.items()}
+                    alt = clradix.Sorter(ctx, **over)
+                    impls.append((f"clradix {spec}",
+                                  lambda alt=alt: time_clradix(queue, alt, keys, args.repeat)))
                 if not args.no_peers:
                     impls += [("pyopencl RadixSort", lambda: time_pyopencl(queue, keys, args.repeat)),
                               ("numpy.sort (host)", lambda: time_numpy(keys, args.repeat))]
@@ -161,7 +170,7 @@ def main(argv=None):
                                impl=name, dtype=str(dtype), n=n, date=date,
                                device_ms=_med(dev_ms), wall_ms=_med(wall_ms),
                                samples_device_ms=dev_ms, samples_wall_ms=wall_ms,
-                               policy=str(policy) if name == "clradix" else None,
+                               policy=str(policy) if name.startswith("clradix") else None,
                                clradix=clradix.__version__, host=platform.node())
                     rows.append(row)
                     print(f"  {prof.name[:30]:30s} {str(dtype):8s} 2^{n.bit_length() - 1:<3d} "

@@ -63,9 +63,13 @@ class SortPolicy:
 _DEFAULTS = {
     # PoCL 3.1 on a 2-core AMD EPYC, u32 2^22 keys: radix 8 / wg 256 / ipt 16 took 155 ms, the
     # fastest of radix {2,4,8} x wg {64,128,256} x ipt {4,8,16} (8/128/8: 207 ms; best 4-bit:
-    # 206 ms; best 2-bit: slower still). BENCHMARKS.md, "planner defaults".
+    # 206 ms; best 2-bit: 427 ms). Onesweep with emulated ranking: 213 vs 169 ms (BENCHMARKS.md).
     "cpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=16,
                       blocks_per_cu=4),
+    # A CPU runtime with real subgroups (Intel's, 2 cores of an AMD EPYC, u32 2^22): onesweep with
+    # ballot ranking 78 ms, reduce-then-scan 128 ms; f32: 84 vs 136 ms (BENCHMARKS.md, "CPU").
+    "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+                                ranking="khr", sg_size=16),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
@@ -84,6 +88,8 @@ def plan_sort(profile, codec, value_bytes, n, **overrides):
     """
     if profile.is_gpu:
         base = _DEFAULTS["nvidia" if profile.is_nvidia else "gpu"]
+    elif ranking_backends(profile)[0] != "local":
+        base = _DEFAULTS["cpu-subgroups"]
     else:
         base = _DEFAULTS["cpu"]
     fields = {k: v for k, v in overrides.items() if v is not None}
