@@ -68,23 +68,16 @@ class Onesweep(DigitPasses):
                                                 wait_for=[evt]))
         status_fill = np.uint32(0)
         for p, (shift, bits) in enumerate(passes):
-            (kin, kin_off), kout = key_io[p]
-            kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
+            bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
             mask = (1 << bits) - 1
             for k, start in enumerate(range(0, n, PORTION)):
                 length = min(PORTION, n - start)
                 tiles = -(-length // pol.tile)
                 evt = cl.enqueue_fill_buffer(queue, status, status_fill, 0, self._status_bytes(),
                                              wait_for=[evt])
-                args = [kin, kin_off, kout_buf, kout_off]
-                if val_io is not None:
-                    vin, (vout, vout_off) = val_io[p]
-                    use_iota = iota and p == 0
-                    vin_buf, vin_off = (vout, vout_off) if use_iota else vin
-                    args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
                 b_in, b_out = (bins_a, bins_b) if k % 2 == 0 else (bins_b, bins_a)
-                args += [status, b_in, b_out, p * radix, start, length, shift, mask, flip,
-                         int(kout is not None)]
+                args = bufs + [status, b_in, b_out, p * radix, start, length, shift, mask, flip,
+                               write_keys]
                 evt = self._traced(f"os_pass {p}", self.sweep(queue, (tiles * wg,), (wg,), *args,
                                                               wait_for=[evt]))
         return evt

@@ -53,5 +53,21 @@ class DigitPasses:
     def template_params(self, policy):
         return {}
 
+    def pass_buffers(self, p, key_io, val_io, iota):
+        """Kernel arguments naming pass ``p``'s inputs and outputs, and whether keys are written.
+
+        Keys: (in, in offset, out, out offset); then, with values, (in, in offset, out, out
+        offset, iota) where iota says the first pass makes the values (argsort's indices).
+        """
+        (kin, kin_off), kout = key_io[p]
+        kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
+        args = [kin, kin_off, kout_buf, kout_off]
+        if val_io is not None:
+            vin, (vout, vout_off) = val_io[p]
+            use_iota = iota and p == 0
+            vin_buf, vin_off = (vout, vout_off) if use_iota else vin
+            args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
+        return args, int(kout is not None)
+
     def flip(self, descending):
         return self.codec.unsigned_dtype.type(((1 << self.codec.bits) - 1) if descending else 0)

@@ -42,19 +42,13 @@ class ReduceThenScan(DigitPasses):
         gsize = (blocks * wg,)
         evt_list = wait or None
         for p, (shift, bits) in enumerate(passes):
-            (kin, kin_off), kout = key_io[p]
+            (kin, kin_off), _ = key_io[p]
             mask = (1 << bits) - 1
             evt = self.count(queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift,
                              mask, flip, wait_for=evt_list)
             evt = self.scan(queue, (wg,), (wg,), counts, m, wait_for=[evt])
-            kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
-            args = [kin, kin_off, kout_buf, kout_off]
-            if val_io is not None:
-                vin, (vout, vout_off) = val_io[p]
-                use_iota = iota and p == 0
-                vin_buf, vin_off = (vout, vout_off) if use_iota else vin
-                args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
-            args += [counts, n, tpb, blocks, shift, mask, flip, int(kout is not None)]
+            bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
+            args = bufs + [counts, n, tpb, blocks, shift, mask, flip, write_keys]
             evt = self.scatter(queue, gsize, (wg,), *args, wait_for=[evt])
             evt_list = [evt]
         return evt

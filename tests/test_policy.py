@@ -50,3 +50,37 @@ def test_wg_beyond_device_names_device():
     p = profile(max_wg_size=256, name="Small GPU")
     with pytest.raises(PolicyError, match="maximum work-group size 256 of Small GPU"):
         validate(SortPolicy("reduce_then_scan", 8, 512, 2, 4), p, 4, 4)
+
+
+def test_planner_picks_per_device():
+    nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
+    pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** 28)
+    assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "ptx", 32)
+    other_gpu = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 20)
+    assert other_gpu.algorithm == "reduce_then_scan"
+    cpu = plan_sort(profile(device_type="cpu", local_mem_bytes=2 ** 20), key_codec(np.uint32),
+                    None, 2 ** 20)
+    assert cpu.algorithm == "reduce_then_scan"
+    intel = profile(device_type="cpu", local_mem_bytes=2 ** 18, extensions=frozenset(
+        ["cl_intel_required_subgroup_size", "cl_khr_subgroup_ballot", "cl_intel_subgroups"]))
+    pol = plan_sort(intel, key_codec(np.float32), None, 2 ** 20)
+    assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "khr", 16)
+
+
+def test_planner_shrinks_tile_to_local_memory():
+    nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
+    c = key_codec(np.uint64)
+    pol = plan_sort(nv, c, 16, 2 ** 28)
+    assert pol.local_bytes(8, 4, 16) <= nv.local_mem_bytes
+    validate(pol, nv, 8, 4, 16)
+    assert pol.items_per_thread < plan_sort(nv, key_codec(np.uint32), None, 2 ** 28).items_per_thread
+
+
+def test_onesweep_validation_names_the_problem():
+    p = profile()
+    with pytest.raises(PolicyError, match="not available on Test GPU"):
+        validate(SortPolicy("onesweep", 8, 256, 4, ranking="ptx"), p, 4, 4)
+    with pytest.raises(PolicyError, match="ring_slots=16 must be at least lookback"):
+        validate(SortPolicy("onesweep", 8, 256, 4, ring_slots=16, lookback=16), p, 4, 4)
+    with pytest.raises(PolicyError, match="sg_size=48"):
+        validate(SortPolicy("onesweep", 8, 256, 4, sg_size=48), p, 4, 4)
