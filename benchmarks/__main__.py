@@ -1,10 +1,15 @@
-"""Benchmark clradix beside its peers: ``python -m benchmarks [options]``.
+"""Benchmark matrix: ``python -m benchmarks [options]``.
 
-For each OpenCL device (``--device`` filters by index or name), each dtype and size, time
-clradix's sort (planner policy), ``pyopencl.algorithm.RadixSort`` and ``numpy.sort`` in the same
-run. Device time comes from OpenCL profiling events (first to last command of the sort), wall time
-from the host clock around enqueue and wait. Every timed output is checked against numpy.
-Writes a Markdown table to stdout and, with ``--json``, every sample to a file.
+For every OpenCL device that builds kernels (``--device`` filters by index or name), every
+operation (sort keys, sort key-value, argsort), dtype and size, time clradix (the planner's policy,
+and ``--policy`` alternatives) beside pyopencl's RadixSort on the same device, numpy on the host,
+and CuPy (CUB) / torch when they are importable with a CUDA GPU. Every cell: a warm-up, then the
+median of ``--repeat`` runs, device time (OpenCL profiling events / CUDA events) and wall time;
+every timed output is compared with numpy.
+
+Writes a Markdown table (stdout, or ``--markdown``), JSON with every sample (``--json``), PNG plots
+(``--plots DIR``; needs matplotlib), and with ``--compare OLD.json`` the speed-up of each cell.
+``--plot-from RUN.json`` only draws the plots of a saved run. ``--quick`` is the CI-sized run.
 """
 
 import argparse
@@ -16,182 +21,202 @@ import time
 
 import numpy as np
 import pyopencl as cl
-import pyopencl.array as cl_array
 
 import clradix
 from clradix.device import DeviceProfile, all_devices, can_build
-from clradix.keys import key_codec
+from clradix.keys import KEY_DTYPES
+
+from . import impls, report
 
 SHORT = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i8": "int8",
          "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32",
          "f64": "float64"}
+DEFAULT_DTYPES = "u32,i32,f32,u64,f64"
 
 
 def random_keys(rng, dtype, n):
+    """Uniform random bits (floats: normal values, so every implementation agrees on NaN-free
+    input; clradix's own tests cover NaN and -0.0)."""
     d = np.dtype(dtype)
     if d.kind == "f":
         return rng.standard_normal(n).astype(d)
     return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
 
 
-def _device_ms(first, last):
-    return (last.profile.end - first.profile.end) * 1e-6
+class Progress:
+    def __init__(self, total):
+        self.total, self.done, self.t0 = total, 0, time.perf_counter()
+
+    def step(self, label):
+        self.done += 1
+        width = 30
+        fill = int(width * self.done / max(self.total, 1))
+        el = time.perf_counter() - self.t0
+        sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
+                         f"{el:6.0f}s {label[:70]:70s}")
+        sys.stderr.flush()
+
+    def close(self):
+        sys.stderr.write("\n")
 
 
-def time_clradix(queue, sorter, keys, repeat):
-    d_src = cl_array.to_device(queue, keys)
-    work = cl_array.empty_like(d_src)
-    ref = np.sort(keys, kind="stable")
-    dev_ms, wall_ms = [], []
-    for rep in range(repeat + 1):
-        cl.enqueue_copy(queue, work.data, d_src.data)
-        m0 = cl.enqueue_marker(queue)
-        m0.wait()
-        t0 = time.perf_counter()
-        evt = sorter.sort(queue, work)
-        evt.wait()
-        t1 = time.perf_counter()
-        if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
-            raise AssertionError(f"clradix output differs from numpy ({keys.dtype}, n={keys.size})")
-        if rep:  # the first run is the warm-up (and builds the kernels)
-            dev_ms.append(_device_ms(m0, evt))
-            wall_ms.append((t1 - t0) * 1e3)
-    return dev_ms, wall_ms
+_PLATFORM_SHORT = {"Portable Computing Language": "PoCL", "Intel(R) OpenCL": "Intel CPU RT",
+                   "NVIDIA CUDA": "NVIDIA OpenCL"}
 
 
-_pyopencl_sorters = {}
+def short_label(prof):
+    plat = _PLATFORM_SHORT.get(prof.platform, prof.platform)
+    return f"{prof.name} ({plat} {prof.driver_version[:12]})"
 
 
-def time_pyopencl(queue, keys, repeat):
-    """pyopencl.algorithm.RadixSort; floats go through an order-preserving key expression."""
-    from pyopencl.algorithm import RadixSort
-    d = np.dtype(keys.dtype)
-    if d not in (np.dtype(np.uint32), np.dtype(np.float32), np.dtype(np.uint64)):
-        return None
-    ctype = {np.dtype(np.uint32): "unsigned int", np.dtype(np.float32): "float",
-             np.dtype(np.uint64): "unsigned long"}[d]
-    key_expr = "ary[i]"
-    key_type = ctype
-    if d == np.float32:
-        key_expr = ("(as_uint(ary[i]) ^ ((as_uint(ary[i]) >> 31) ? 0xffffffffu : 0x80000000u))")
-        key_type = "unsigned int"
-    cache_key = (queue.context, d)
-    if cache_key not in _pyopencl_sorters:
-        _pyopencl_sorters[cache_key] = RadixSort(
-            queue.context, f"{ctype} *ary", key_expr=key_expr, sort_arg_names=["ary"],
-            key_dtype=np.uint32 if key_type == "unsigned int" else np.uint64)
-    rs = _pyopencl_sorters[cache_key]
-    d_src = cl_array.to_device(queue, keys)
-    ref = np.sort(keys, kind="stable")
-    dev_ms, wall_ms = [], []
-    for rep in range(repeat + 1):
-        m0 = cl.enqueue_marker(queue)
-        m0.wait()
-        t0 = time.perf_counter()
-        (out,), evt = rs(d_src, key_bits=d.itemsize * 8)
-        evt.wait()
-        t1 = time.perf_counter()
-        if not np.array_equal(out.get().view(np.uint8), ref.view(np.uint8)):
-            raise AssertionError(f"pyopencl RadixSort output differs from numpy ({d})")
-        if rep:
-            dev_ms.append(_device_ms(m0, evt))
-            wall_ms.append((t1 - t0) * 1e3)
-    return dev_ms, wall_ms
+def _parse_policy(spec):
+    out = {}
+    for kv in filter(None, spec.split(";")):
+        k, v = kv.split("=")
+        out[k] = int(v) if v.lstrip("-").isdigit() else (v == "True" if v in ("True", "False")
+                                                         else v)
+    return out
 
 
-def time_numpy(keys, repeat):
-    wall = []
-    for _ in range(max(repeat // 2, 1)):
-        t0 = time.perf_counter()
-        np.sort(keys, kind="stable")
-        wall.append((time.perf_counter() - t0) * 1e3)
-    return None, wall
-
-
-def _med(x):
-    return float(np.median(x)) if x else None
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
-    ap.add_argument("--device", action="append",
-                    help="device index or name substring (repeatable); default: every usable one")
-    ap.add_argument("--dtypes", default="u32,f32", help="comma list of u32,f32,u64,... (u32,f32)")
-    ap.add_argument("--sizes", default="20,22", help="comma list of log2 sizes (20,22)")
-    ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--no-peers", action="store_true", help="skip pyopencl and numpy")
-    ap.add_argument("--policy", action="append", default=[],
-                    help="also time clradix with these policy fields, e.g. "
-                         "'algorithm=onesweep;ranking=local' (repeatable)")
-    ap.add_argument("--json", help="write every sample here")
-    ap.add_argument("--quick", action="store_true", help="CI-sized: 2^12 and 2^14, 2 repeats")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.sizes, args.repeat = "12,14", 2
-    dtypes = [np.dtype(SHORT.get(s.strip(), s.strip())) for s in args.dtypes.split(",")]
-    sizes = [1 << int(s) for s in args.sizes.split(",")]
+def _select_devices(specs):
     devices = [d for d in all_devices() if can_build(d)]
-    if args.device:
+    if specs:
         devices = [d for i, d in enumerate(devices)
                    if any(s == str(i) or s.lower() in f"{d.platform.name} {d.name}".lower()
-                          for s in args.device)]
+                          for s in specs)]
+    return devices
+
+
+def _sizes(args, dev, host=False):
+    lo = args.min_log2n
+    hi = args.max_log2n
+    if hi is None:
+        hi = 28 if dev is None or dev.type & cl.device_type.GPU else 22
+    if host:
+        hi = min(hi, args.host_max_log2n)
+    if dev is not None:  # keys, values, two temporaries, indices: stay well inside memory
+        while hi > lo and (1 << hi) * 8 * 6 > dev.global_mem_size // 2:
+            hi -= 1
+    return [1 << k for k in range(lo, hi + 1, args.step)]
+
+
+def run_matrix(args):
+    dtypes = [np.dtype(d) for d in KEY_DTYPES] if args.all_dtypes else \
+        [np.dtype(SHORT.get(s.strip(), s.strip())) for s in args.dtypes.split(",")]
+    ops = [o.strip() for o in args.ops.split(",")]
+    for o in ops:
+        if o not in impls.OPS:
+            raise SystemExit(f"unknown operation {o!r}: expected {', '.join(impls.OPS)}")
+    devices = _select_devices(args.device)
     if not devices:
-        print("no usable OpenCL device matches", file=sys.stderr)
-        return 1
+        raise SystemExit("no usable OpenCL device matches")
     date = datetime.date.today().isoformat()
-    rng = np.random.default_rng(12345)
-    rows = []
+    meta = dict(date=date, clradix=clradix.__version__, host=platform.node(),
+                numpy=np.__version__, pyopencl=cl.VERSION_TEXT)
+    rng = np.random.default_rng(args.seed)
+    # (device label, driver, implementation object)
+    targets = []
     for dev in devices:
         prof = DeviceProfile.from_device(dev)
         ctx = cl.Context([dev])
-        queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        sorter = clradix.Sorter(ctx)
-        for dtype in dtypes:
-            key_codec(dtype)
-            for n in sizes:
-                keys = random_keys(rng, dtype, n)
-                policy = sorter.plan(dev, dtype, n)
-                impls = [("clradix", lambda: time_clradix(queue, sorter, keys, args.repeat))]
-                for spec in args.policy:
-                    over = dict(kv.split("=") for kv in spec.split(";") if kv)
-                    over = {k: (int(v) if v.isdigit() else v) for k, v in over.items()}
-                    alt = clradix.Sorter(ctx, **over)
-                    impls.append((f"clradix {spec}",
-                                  lambda alt=alt: time_clradix(queue, alt, keys, args.repeat)))
-                if not args.no_peers:
-                    impls += [("pyopencl RadixSort", lambda: time_pyopencl(queue, keys, args.repeat)),
-                              ("numpy.sort (host)", lambda: time_numpy(keys, args.repeat))]
-                for name, fn in impls:
-                    res = fn()
-                    if res is None:
-                        continue
-                    dev_ms, wall_ms = res
-                    row = dict(device=prof.describe(), driver=prof.driver_version,
-                               impl=name, dtype=str(dtype), n=n, date=date,
-                               device_ms=_med(dev_ms), wall_ms=_med(wall_ms),
-                               samples_device_ms=dev_ms, samples_wall_ms=wall_ms,
-                               policy=str(policy) if name.startswith("clradix") else None,
-                               clradix=clradix.__version__, host=platform.node())
-                    rows.append(row)
-                    print(f"  {prof.name[:30]:30s} {str(dtype):8s} 2^{n.bit_length() - 1:<3d} "
-                          f"{name:20s} device {row['device_ms'] or float('nan'):9.2f} ms  "
-                          f"wall {row['wall_ms']:9.2f} ms", file=sys.stderr)
-    print(markdown(rows))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        group = [impls.ClradixImpl(q)]
+        group += [impls.ClradixImpl(q, _parse_policy(p), f"clradix [{p}]") for p in args.policy]
+        if not args.no_peers:
+            group.append(impls.PyopenclRadixSort(q))
+        for im in group:
+            targets.append((short_label(prof), prof.describe(), dev, im))
+    if not args.no_peers:
+        targets.append(("host CPU", platform.processor() or platform.machine(), None,
+                        impls.NumpyImpl()))
+        for im in impls.gpu_peers():
+            targets.append(("CUDA", im.device_name(), None, im))
+    cells = []
+    for label, full, dev, im in targets:
+        for op in ops:
+            for dt in dtypes:
+                if im.supports(op, dt):
+                    for n in _sizes(args, dev, host=isinstance(im, impls.NumpyImpl)):
+                        cells.append((label, full, dev, im, op, dt, n))
+    rows = []
+    prog = Progress(len(cells))
+    keys_cache = {}
+    for label, full, dev, im, op, dt, n in cells:
+        prog.step(f"{label[:28]} {im.name} {op} {dt} 2^{n.bit_length() - 1}")
+        ck = (str(dt), n)
+        if ck not in keys_cache:
+            keys_cache.clear()
+            k = random_keys(rng, dt, n)
+            keys_cache[ck] = (k, {o: impls.reference(o, k) for o in ops})
+        keys, wants = keys_cache[ck]
+        try:
+            dev_ms, wall_ms = im.run(op, keys, args.repeat, wants[op])
+            err = None
+        except AssertionError:
+            raise
+        except Exception as exc:  # a cell that cannot run (memory, missing feature) is reported
+            dev_ms, wall_ms, err = None, [], f"{type(exc).__name__}: {exc}"[:300]
+        row = dict(meta, device=label, device_full=full, impl=im.name, op=op, dtype=str(dt), n=n,
+                   device_ms=float(np.median(dev_ms)) if dev_ms else None,
+                   wall_ms=float(np.median(wall_ms)) if wall_ms else None,
+                   samples_device_ms=dev_ms, samples_wall_ms=wall_ms, error=err,
+                   policy=im.policy(dt, n) if hasattr(im, "policy") else None)
+        rows.append(row)
+        if args.json:  # keep what is measured even if the run is cut short
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+    prog.close()
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", action="append", help="index or name substring (repeatable)")
+    ap.add_argument("--ops", default="sort,sort_kv,argsort")
+    ap.add_argument("--dtypes", default=DEFAULT_DTYPES, help=f"comma list ({DEFAULT_DTYPES})")
+    ap.add_argument("--all-dtypes", action="store_true", help="every key dtype clradix sorts")
+    ap.add_argument("--min-log2n", type=int, default=10)
+    ap.add_argument("--max-log2n", type=int, default=None,
+                    help="default 28 on GPUs and 22 on CPUs, bounded by device memory")
+    ap.add_argument("--step", type=int, default=2, help="log2 size step (2)")
+    ap.add_argument("--host-max-log2n", type=int, default=24,
+                    help="largest size numpy sorts on the host (24)")
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=12345)
+    ap.add_argument("--policy", action="append", default=[],
+                    help="also time clradix with these policy fields, e.g. "
+                         "'algorithm=onesweep;ranking=local' (repeatable)")
+    ap.add_argument("--no-peers", action="store_true", help="clradix only")
+    ap.add_argument("--quick", action="store_true",
+                    help="CI-sized: 2^10 and 2^12, u32 and f32, 2 repeats")
+    ap.add_argument("--json", help="write every sample here")
+    ap.add_argument("--markdown", help="write the table here instead of stdout")
+    ap.add_argument("--plots", help="write PNG plots into this folder (needs matplotlib)")
+    ap.add_argument("--compare", help="a previous --json run: print speed-ups per cell")
+    ap.add_argument("--plot-from", help="only draw --plots from this saved --json run")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.min_log2n, args.max_log2n, args.step, args.repeat = 10, 12, 2, 2
+        args.dtypes = "u32,f32"
+    if args.plot_from:
+        with open(args.plot_from) as f:
+            rows = json.load(f)
+    else:
+        rows = run_matrix(args)
+        table = report.markdown(rows)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(table + "\n")
+        else:
+            print(table)
+    if args.plots:
+        for path in report.plots(rows, args.plots):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.compare:
+        with open(args.compare) as f:
+            print(report.compare(json.load(f), rows))
     return 0
-
-
-def markdown(rows):
-    out = ["| device | dtype | n | implementation | device ms (median) | wall ms (median) "
-           "| Mkeys/s (wall) |",
-           "| --- | --- | --- | --- | ---: | ---: | ---: |"]
-    for r in rows:
-        dm = f"{r['device_ms']:.2f}" if r["device_ms"] is not None else "-"
-        out.append(f"| {r['device']} | {r['dtype']} | 2^{r['n'].bit_length() - 1} | {r['impl']} "
-                   f"| {dm} | {r['wall_ms']:.2f} | {r['n'] / r['wall_ms'] / 1e3:.1f} |")
-    return "\n".join(out)
 
 
 if __name__ == "__main__":

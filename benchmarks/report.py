@@ -1,0 +1,130 @@
+"""Reports of a benchmark run: Markdown tables, PNG plots, comparison with an earlier run."""
+
+import os
+from collections import defaultdict
+
+
+def _ms(row):
+    """The time a cell is judged by: device time where measured, else wall time."""
+    return row["device_ms"] if row.get("device_ms") is not None else row.get("wall_ms")
+
+
+def _log2(n):
+    return n.bit_length() - 1
+
+
+def markdown(rows):
+    """One table per (operation, dtype): a row per size, a column per (device, implementation),
+    Mkeys/s from device time (wall time for host code)."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["op"], r["dtype"])].append(r)
+    out = []
+    if rows:
+        r0 = rows[0]
+        out.append(f"clradix {r0['clradix']}, {r0['date']}; Mkeys/s (median; device time, wall "
+                   f"time for host numpy); '-' = not run, 'err' = failed (see the JSON)\n")
+    for (op, dtype), rs in groups.items():
+        cols = []
+        for r in rs:
+            c = (r["device"], r["impl"])
+            if c not in cols:
+                cols.append(c)
+        sizes = sorted({r["n"] for r in rs})
+        cell = {(r["device"], r["impl"], r["n"]): r for r in rs}
+        out.append(f"### {op} {dtype}\n")
+        out.append("| n | " + " | ".join(f"{i} on {d}" for d, i in cols) + " |")
+        out.append("| --- |" + " ---: |" * len(cols))
+        for n in sizes:
+            vals = []
+            for d, i in cols:
+                r = cell.get((d, i, n))
+                if r is None:
+                    vals.append("-")
+                elif r.get("error"):
+                    vals.append("err")
+                else:
+                    vals.append(f"{n / _ms(r) / 1e3:.1f}")
+            out.append(f"| 2^{_log2(n)} | " + " | ".join(vals) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def compare(old_rows, new_rows):
+    """Speed-up (old time / new time) of every cell present in both runs."""
+    old = {(r["device"], r["impl"], r["op"], r["dtype"], r["n"]): r for r in old_rows
+           if not r.get("error")}
+    lines = ["| device | impl | op | dtype | n | old ms | new ms | speed-up |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
+    for r in new_rows:
+        k = (r["device"], r["impl"], r["op"], r["dtype"], r["n"])
+        if k in old and not r.get("error"):
+            a, b = _ms(old[k]), _ms(r)
+            flag = "" if 0.95 <= a / b <= 1.05 else (" faster" if a > b else " SLOWER")
+            lines.append(f"| {r['device']} | {r['impl']} | {r['op']} | {r['dtype']} | "
+                         f"2^{_log2(r['n'])} | {a:.3f} | {b:.3f} | {a / b:.2f}x{flag} |")
+    return "\n".join(lines)
+
+
+def plots(rows, folder):
+    """Throughput against n (one figure per operation and dtype, a line per device and
+    implementation), and the speed-up over pyopencl's RadixSort at the largest common size."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(folder, exist_ok=True)
+    written = []
+    groups = defaultdict(list)
+    for r in rows:
+        if not r.get("error"):
+            groups[(r["op"], r["dtype"])].append(r)
+    for (op, dtype), rs in groups.items():
+        fig, ax = plt.subplots(figsize=(8, 5))
+        lines = defaultdict(list)
+        for r in rs:
+            lines[(r["device"], r["impl"])].append((r["n"], r["n"] / _ms(r) / 1e6))
+        for (dev, impl), pts in sorted(lines.items()):
+            pts.sort()
+            style = "-" if impl.startswith("clradix") else "--"
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", markersize=3,
+                    label=f"{impl} / {dev[:40]}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("keys")
+        ax.set_ylabel("GKeys/s")
+        ax.set_title(f"{op}, {dtype}: {rs[0]['date']}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        path = os.path.join(folder, f"throughput_{op}_{dtype}.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    # speed-up over pyopencl RadixSort, per device and dtype, sort op, largest size both ran
+    bars = []
+    for (op, dtype), rs in groups.items():
+        if op != "sort":
+            continue
+        by = defaultdict(dict)
+        for r in rs:
+            by[r["device"]][(r["impl"], r["n"])] = r
+        for dev, cells in by.items():
+            common = [n for (impl, n) in cells if impl == "clradix"
+                      and ("pyopencl RadixSort", n) in cells]
+            if common:
+                n = max(common)
+                bars.append((f"{dtype}\n{dev[:22]}", _ms(cells[("pyopencl RadixSort", n)])
+                             / _ms(cells[("clradix", n)]), n))
+    if bars:
+        fig, ax = plt.subplots(figsize=(max(6, len(bars) * 1.2), 4.5))
+        ax.bar(range(len(bars)), [b[1] for b in bars])
+        ax.set_xticks(range(len(bars)))
+        ax.set_xticklabels([f"{b[0]}\n2^{_log2(b[2])}" for b in bars], fontsize=7)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_ylabel("speed-up of clradix over pyopencl RadixSort (sort)")
+        fig.tight_layout()
+        path = os.path.join(folder, "speedup_over_pyopencl.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
