@@ -138,6 +138,9 @@ def run_matrix(args):
                 if im.supports(op, dt):
                     for n in _sizes(args, dev, host=isinstance(im, impls.NumpyImpl)):
                         cells.append((label, full, dev, im, op, dt, n))
+    # one (dtype, size) at a time, so that its keys and numpy's answers are made once
+    order = {str(d): i for i, d in enumerate(dtypes)}
+    cells.sort(key=lambda c: (order[str(c[5])], c[6]))
     rows = []
     prog = Progress(len(cells))
     keys_cache = {}
