@@ -20,6 +20,7 @@ class DeviceProfile:
     max_wg_size: int
     max_alloc_bytes: int
     extensions: frozenset
+    disabled_rankings: frozenset = frozenset()  # ranking back-ends its driver failed to compile
 
     @property
     def identity(self):

@@ -153,7 +153,13 @@ def ranking_backends(profile):
         if profile.has_extension("cl_intel_subgroups"):
             out.append("intel")
     out.append("local")
-    return out
+    return [r for r in out if r not in profile.disabled_rankings]
+
+
+def without_ranking(profile, ranking):
+    """``profile`` without the ``ranking`` back-end (used when a driver advertises what the
+    back-end needs but cannot compile it)."""
+    return replace(profile, disabled_rankings=profile.disabled_rankings | {ranking})
 
 
 def _validate_onesweep(policy, profile):

@@ -5,6 +5,7 @@ nothing waits on the host. The returned event is the only synchronisation point.
 """
 
 import threading
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -15,8 +16,8 @@ from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
 from .onesweep import Onesweep
 from .operands import check_context, check_n, operand
-from .policy import SortPolicy, plan_sort, validate
-from .render import ProgramCache
+from .policy import SortPolicy, plan_sort, validate, without_ranking
+from .render import KernelBuildError, ProgramCache
 from .rts import ReduceThenScan
 
 _ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep}
@@ -215,18 +216,35 @@ class Sorter:
         return prof
 
     def _prepare(self, device, codec, value_t, index_name, index_np, n, value_bytes=0):
-        """Plan, validate and build: everything that can fail before the first enqueue."""
-        profile = self._profile(device)
-        policy = plan_sort(profile, codec, value_bytes or None, n, **self.overrides)
-        validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes)
-        key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
-        with self._lock:
-            algo = self._kernels.get(key)
-            if algo is None:
-                algo = _ALGORITHMS[policy.algorithm](self._programs, device, profile, policy,
-                                                     codec, value_t, index_name, index_np)
+        """Plan, validate and build: everything that can fail before the first enqueue.
+
+        When the planner chose a subgroup ranking back-end (the caller did not) and the driver
+        cannot compile it, the device's profile forgets that back-end (with a warning) and the
+        planner chooses again.
+        """
+        while True:
+            profile = self._profile(device)
+            policy = plan_sort(profile, codec, value_bytes or None, n, **self.overrides)
+            validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes)
+            key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
+            with self._lock:
+                algo = self._kernels.get(key)
+                if algo is not None:
+                    return policy, algo
+                try:
+                    algo = _ALGORITHMS[policy.algorithm](self._programs, device, profile, policy,
+                                                         codec, value_t, index_name, index_np)
+                except KernelBuildError as exc:
+                    if (policy.algorithm != "onesweep" or policy.ranking == "local"
+                            or self.overrides.get("ranking") is not None):
+                        raise
+                    warnings.warn(f"{profile.describe()} cannot compile the {policy.ranking!r} "
+                                  f"subgroup ranking; planning without it. {str(exc)[:2000]}",
+                                  RuntimeWarning, stacklevel=3)
+                    self._profiles[device.int_ptr] = without_ranking(profile, policy.ranking)
+                    continue
                 self._kernels[key] = algo
-        return policy, algo
+                return policy, algo
 
     def _allocator(self, queue, allocator):
         alloc = allocator or self.allocator

@@ -132,3 +132,23 @@ def test_planner_default_on_this_device_sorts(ctx, queue, rng):
     sorter = clradix.Sorter(ctx)
     for dtype in (np.uint32, np.float32, np.uint64):
         run(queue, sorter, float_specials(rng, dtype, 100_003))
+
+
+def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
+    """A driver that advertises subgroup extensions but cannot compile the back-end: the
+    planner's choice falls back (with a warning) instead of failing the sort."""
+    from dataclasses import replace
+    dev = ctx.devices[0]
+    prof = DeviceProfile.from_device(dev)
+    if "khr" in ranking_backends(prof):
+        pytest.skip("this device really has the khr back-end")
+    sorter = clradix.Sorter(ctx)
+    fake = replace(prof, extensions=prof.extensions | {"cl_intel_required_subgroup_size",
+                                                       "cl_khr_subgroup_ballot"})
+    sorter._profiles[dev.int_ptr] = fake
+    assert sorter.plan(dev, np.uint32, 10 ** 5).ranking == "khr"
+    keys = uniform(rng, np.uint32, 100_003)
+    with pytest.warns(RuntimeWarning, match="cannot compile the 'khr' subgroup ranking"):
+        run(queue, sorter, keys)
+    assert "khr" not in ranking_backends(sorter._profiles[dev.int_ptr])
+    run(queue, sorter, keys)  # no second warning needed: the profile remembers
