@@ -125,12 +125,12 @@ def run_matrix(args):
         if not args.no_peers:
             group.append(impls.PyopenclRadixSort(q))
         for im in group:
-            targets.append((short_label(prof), prof.describe(), dev, im))
+            targets.append((short_label(prof), (prof.describe(), prof.driver_version), dev, im))
     if not args.no_peers:
-        targets.append(("host CPU", platform.processor() or platform.machine(), None,
+        targets.append(("host CPU", (platform.processor() or platform.machine(), ""), None,
                         impls.NumpyImpl()))
         for im in impls.gpu_peers():
-            targets.append(("CUDA", im.device_name(), None, im))
+            targets.append(("CUDA", (im.device_name(), im.driver()), None, im))
     cells = []
     for label, full, dev, im in targets:
         for op in ops:
@@ -159,7 +159,8 @@ def run_matrix(args):
             raise
         except Exception as exc:  # a cell that cannot run (memory, missing feature) is reported
             dev_ms, wall_ms, err = None, [], f"{type(exc).__name__}: {exc}"[:300]
-        row = dict(meta, device=label, device_full=full, impl=im.name, op=op, dtype=str(dt), n=n,
+        row = dict(meta, device=label, device_full=full[0], driver=full[1], impl=im.name, op=op,
+                   dtype=str(dt), n=n,
                    device_ms=float(np.median(dev_ms)) if dev_ms else None,
                    wall_ms=float(np.median(wall_ms)) if wall_ms else None,
                    samples_device_ms=dev_ms, samples_wall_ms=wall_ms, error=err,

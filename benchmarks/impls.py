@@ -190,6 +190,10 @@ class CupyImpl:
         import cupy as cp
         return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
+    def driver(self):
+        import cupy as cp
+        return f"CUDA driver {cp.cuda.runtime.driverGetVersion()}, cupy {cp.__version__}"
+
     def supports(self, op, dtype):
         return True
 
@@ -221,6 +225,10 @@ class TorchImpl:
     def device_name(self):
         import torch
         return torch.cuda.get_device_name(0)
+
+    def driver(self):
+        import torch
+        return f"torch {torch.__version__}"
 
     def supports(self, op, dtype):
         # torch has no unsigned 32/64-bit sort: unsigned keys are skipped

@@ -46,6 +46,58 @@ inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
     return (uint)(order_key(x, flip) >> shift) & digit_mask;
 }
 
+
+## One stable split pass of the tile in local memory by a sub-digit of at most SUB_BITS bits.
+## Work-item lid holds items k[i], src[i] (tile positions lid*IPT + i; positions >= valid are
+## padding, given the largest sub-digit so they stay behind every real key). `sub` is the C
+## expression of item i's sub-digit. Leaves the tile reordered in lkeys / lperm (source positions).
+<%def name="local_split(sub)">
+            for (uint e = lid; e < SUB * WG; e += WG)
+                lcount[e] = 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            uint sd[IPT];
+            for (uint i = 0; i < IPT; ++i) {
+                sd[i] = lid * IPT + i < valid ? (uint)(${sub}) : (uint)(SUB - 1);
+                lcount[sd[i] * WG + lid] += 1;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            {
+                /* digit-major exclusive scan: item lid rakes entries [lid*SUB, lid*SUB + SUB) */
+                uint sum = 0;
+                for (uint r = 0; r < SUB; ++r)
+                    sum += lcount[lid * SUB + r];
+                uint total;
+                uint run = wg_scan_uint(sum, lscan, lid, &total);
+                for (uint r = 0; r < SUB; ++r) {
+                    const uint c = lcount[lid * SUB + r];
+                    lcount[lid * SUB + r] = run;
+                    run += c;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint i = 0; i < IPT; ++i) {
+                const uint e = sd[i] * WG + lid;
+                const uint rank = lcount[e];
+                lcount[e] = rank + 1;
+                if (lid * IPT + i < valid) {
+                    lkeys[rank] = k[i];
+                    lperm[rank] = src[i];
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+</%def>
+
+## Take the items back from local memory after a split pass.
+<%def name="local_reload()">
+                for (uint i = 0; i < IPT; ++i) {
+                    const uint j = lid * IPT + i;
+                    if (j < valid) {
+                        k[i] = lkeys[j];
+                        src[i] = lperm[j];
+                    }
+                }
+</%def>
+
 /* counts[d * num_blocks + block] = number of keys of digit d in the block's tiles */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void rts_count(__global const KEY_T* restrict keys, ulong keys_off,
@@ -143,56 +195,18 @@ void rts_scatter(__global const KEY_T* restrict keys_in, ulong keys_in_off,
            sub-digit, so they stay behind every real key of the tile */
         KEY_T k[IPT];
         ushort src[IPT];
-        uint dig[IPT];
         for (uint i = 0; i < IPT; ++i) {
             const uint j = lid * IPT + i;
             src[i] = (ushort)j;
             k[i] = j < valid ? lkeys[j] : (KEY_T)0;
-            dig[i] = j < valid ? digit_of(k[i], shift, digit_mask, flip) : (uint)(RADIX - 1);
         }
 
         /* stable local sort by the digit: NSUB split passes of SUB_BITS bits, least significant first */
         for (uint s = 0; s < NSUB; ++s) {
             const uint ss = s * SUB_BITS;
-            for (uint e = lid; e < SUB * WG; e += WG)
-                lcount[e] = 0;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint i = 0; i < IPT; ++i)
-                lcount[((dig[i] >> ss) & (SUB - 1)) * WG + lid] += 1;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            /* digit-major exclusive scan: item lid rakes entries [lid*SUB, lid*SUB + SUB) */
-            uint sum = 0;
-            for (uint r = 0; r < SUB; ++r)
-                sum += lcount[lid * SUB + r];
-            uint total;
-            uint run = wg_scan_uint(sum, lscan, lid, &total);
-            for (uint r = 0; r < SUB; ++r) {
-                const uint c = lcount[lid * SUB + r];
-                lcount[lid * SUB + r] = run;
-                run += c;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint i = 0; i < IPT; ++i) {
-                const uint e = ((dig[i] >> ss) & (SUB - 1)) * WG + lid;
-                const uint rank = lcount[e];
-                lcount[e] = rank + 1;
-                if (lid * IPT + i < valid) {
-                    lkeys[rank] = k[i];
-                    lperm[rank] = src[i];
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
+            ${local_split("(digit_of(k[i], shift, digit_mask, flip) >> ss) & (SUB - 1)")}
             if (s + 1 < NSUB) {
-                for (uint i = 0; i < IPT; ++i) {
-                    const uint j = lid * IPT + i;
-                    if (j < valid) {
-                        k[i] = lkeys[j];
-                        src[i] = lperm[j];
-                        dig[i] = digit_of(k[i], shift, digit_mask, flip);
-                    } else {
-                        dig[i] = RADIX - 1;
-                    }
-                }
+                ${local_reload()}
             }
         }
 
@@ -234,6 +248,76 @@ void rts_scatter(__global const KEY_T* restrict keys_in, ulong keys_in_off,
             lrun[e] += lend[e] - lstart[e];
             lstart[e] = 0;
             lend[e] = 0;
+        }
+    }
+}
+
+
+/* A whole sort of n <= TILE keys by one work-group in one launch: split passes of SUB_BITS bits
+   over [begin_bit, end_bit) in local memory, then one write. Buffers may be the same (in place):
+   everything is read before anything is written. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void rts_small(__global const KEY_T* keys_in, ulong keys_in_off,
+               __global KEY_T* keys_out, ulong keys_out_off,
+% if value_t:
+               __global const VALUE_T* vals_in, ulong vals_in_off,
+               __global VALUE_T* vals_out, ulong vals_out_off, uint vals_iota,
+% endif
+               uint n, uint begin_bit, uint end_bit, KEY_T flip, uint write_keys)
+{
+    __local KEY_T lkeys[TILE];
+    __local ushort lperm[TILE];
+    __local uint lcount[SUB * WG];
+    __local uint lscan[WG];
+    const uint lid = get_local_id(0);
+    const uint valid = n;
+    keys_in += keys_in_off;
+    keys_out += keys_out_off;
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid)
+            lkeys[j] = keys_in[j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    KEY_T k[IPT];
+    ushort src[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = lid * IPT + i;
+        src[i] = (ushort)j;
+        k[i] = j < valid ? lkeys[j] : (KEY_T)0;
+    }
+    for (uint shift = begin_bit; shift < end_bit; shift += SUB_BITS) {
+        const uint m = (1u << min((uint)SUB_BITS, end_bit - shift)) - 1u;
+        ${local_split("(uint)(order_key(k[i], flip) >> shift) & m")}
+        if (shift + SUB_BITS < end_bit) {
+            ${local_reload()}
+        }
+    }
+% if value_t:
+    vals_in += vals_in_off;
+    vals_out += vals_out_off;
+    VALUE_T v[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid) {
+%   if iota_ok:
+            if (vals_iota)
+                v[i] = (VALUE_T)lperm[j];
+            else
+%   endif
+                v[i] = vals_in[lperm[j]];
+        }
+    }
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid) {
+            if (write_keys)
+                keys_out[j] = lkeys[j];
+% if value_t:
+            vals_out[j] = v[i];
+% endif
         }
     }
 }

@@ -8,7 +8,7 @@ the items each work-item ranks, and how many blocks per compute unit the reduce-
 
 from dataclasses import dataclass, replace
 
-ALGORITHMS = ("reduce_then_scan", "onesweep")
+ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
 RADIX_BITS = (2, 4, 8)
 RANKINGS = ("local", "ptx", "khr", "intel")
 # Onesweep's look-back words hold 29-bit counts: larger sorts run in portions of this many keys.
@@ -47,6 +47,9 @@ class SortPolicy:
 
     def local_bytes(self, key_bytes, index_bytes, value_bytes=0):
         """Local memory of the largest kernel under this policy."""
+        if self.algorithm == "single_wg":
+            sub = 1 << min(self.radix_bits, 4)
+            return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
         if self.algorithm == "onesweep":
             return (self.tile * max(key_bytes, value_bytes or 0)   # staging of keys, then values
                     + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
@@ -70,6 +73,8 @@ _DEFAULTS = {
     # ballot ranking 78 ms, reduce-then-scan 128 ms; f32: 84 vs 136 ms (BENCHMARKS.md, "CPU").
     "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
                                 ranking="khr", sg_size=16),
+    # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
+    "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
@@ -96,6 +101,12 @@ def plan_sort(profile, codec, value_bytes, n, **overrides):
     unknown = set(fields) - set(SortPolicy.__dataclass_fields__)
     if unknown:
         raise TypeError(f"unknown policy override(s): {', '.join(sorted(unknown))}")
+    small = _small_policy(profile, codec, value_bytes, fields)
+    if small is not None and n <= small.tile and not (
+            {"algorithm", "radix_bits", "wg_size", "items_per_thread"} & set(fields)):
+        return small
+    if fields.get("algorithm") == "single_wg":
+        return small or replace(_DEFAULTS["small"], **fields)
     policy = replace(base, **fields)
     if policy.algorithm == "onesweep" and "ranking" not in fields:
         best = ranking_backends(profile)[0]
@@ -112,11 +123,21 @@ def plan_sort(profile, codec, value_bytes, n, **overrides):
     return policy
 
 
+def _small_policy(profile, codec, value_bytes, fields):
+    """The one-work-group policy for this device and key (None if not even 256 keys fit)."""
+    pol = replace(_DEFAULTS["small"], **{k: v for k, v in fields.items() if k != "algorithm"})
+    if "wg_size" not in fields:
+        pol = replace(pol, wg_size=min(pol.wg_size, _pow2_floor(profile.max_wg_size)))
+    while pol.local_bytes(codec.itemsize, 4) > profile.local_mem_bytes and pol.items_per_thread > 1:
+        pol = replace(pol, items_per_thread=pol.items_per_thread // 2)
+    return pol if pol.tile >= 256 else None
+
+
 def _pow2_floor(x):
     return 1 << (max(int(x), 1).bit_length() - 1)
 
 
-def validate(policy, profile, key_bytes, index_bytes, value_bytes=0):
+def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None):
     """Raise PolicyError (naming the device) if ``policy`` cannot run there."""
     dev = profile.describe()
     if policy.algorithm == "onesweep":
@@ -137,6 +158,8 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0):
     if policy.blocks_per_cu < 1:
         raise PolicyError(f"blocks_per_cu={policy.blocks_per_cu} must be at least 1")
     need = policy.local_bytes(key_bytes, index_bytes, value_bytes)
+    if policy.algorithm == "single_wg" and n_keys is not None and n_keys > policy.tile:
+        raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
     if need > profile.local_mem_bytes:
         raise PolicyError(f"too little local memory on {dev}: {policy} needs {need} bytes for "
                           f"{key_bytes}-byte keys, the device has {profile.local_mem_bytes}")

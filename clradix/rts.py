@@ -52,3 +52,38 @@ class ReduceThenScan(DigitPasses):
             evt = self.scatter(queue, gsize, (wg,), *args, wait_for=[evt])
             evt_list = [evt]
         return evt
+
+
+class SingleWorkGroup(DigitPasses):
+    """A sort of at most one tile of keys by one work-group in one launch (rts_small): every
+    split pass happens in local memory, so a small sort costs one kernel launch."""
+
+    template = "radix_sort.cl.mako"
+    kernel_names = ("rts_small",)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        ulong, uint = np.uint64, np.uint32
+        key_np = self.codec.unsigned_dtype.type
+        vals = [None, ulong, None, ulong, uint] if self.value_t else []
+        self.small = self.kernels["rts_small"]
+        self.small.set_scalar_arg_dtypes([None, ulong, None, ulong] + vals
+                                         + [uint, uint, uint, key_np, uint])
+
+    def temp_bytes(self, n, passes):
+        return 0
+
+    def enqueue_small(self, queue, n, begin_bit, end_bit, descending, keys_in, keys_out, vals,
+                      iota, wait):
+        """Sort keys_in (buffer, offset) into keys_out (None: keys are not written) with the
+        values (vals_in or None for iota, vals_out), all in one launch."""
+        kin, kin_off = keys_in
+        kout, kout_off = keys_out if keys_out is not None else keys_in
+        args = [kin, kin_off, kout, kout_off]
+        if vals is not None:
+            (vin, vin_off), (vout, vout_off) = vals[0] or vals[1], vals[1]
+            args += [vin, vin_off, vout, vout_off, int(iota)]
+        args += [n, begin_bit, end_bit, self.flip(descending), int(keys_out is not None)]
+        wg = self.policy.wg_size
+        return self._traced("rts_small", self.small(queue, (wg,), (wg,), *args,
+                                                    wait_for=wait or None))

@@ -18,9 +18,10 @@ from .onesweep import Onesweep
 from .operands import check_context, check_n, operand
 from .policy import SortPolicy, plan_sort, validate, without_ranking
 from .render import KernelBuildError, ProgramCache
-from .rts import ReduceThenScan
+from .rts import ReduceThenScan, SingleWorkGroup
 
-_ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep}
+_ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep,
+               "single_wg": SingleWorkGroup}
 
 # Indices and offsets are 32-bit below this many keys, 64-bit from it on (a module constant so that
 # tests can force the 64-bit kernels at small sizes).
@@ -94,6 +95,12 @@ class Sorter:
         value_t = value_cl_type(vals.dtype) if vals else None
         policy, algo = self._prepare(dev, codec, value_t, index_name, index_np, n,
                                      vals.dtype.itemsize if vals else 0)
+        if policy.algorithm == "single_wg":
+            kat = keys.at()
+            with self._lock:
+                evt = algo.enqueue_small(queue, n, begin_bit, end_bit, descending, kat, kat,
+                                         (vals.at(), vals.at()) if vals else None, False, wait)
+            return self._done(queue, evt, wait, keys, vals)
         alloc = self._allocator(queue, allocator)
         passes = _passes(policy.radix_bits, begin_bit, end_bit)
         kat = keys.at()
@@ -141,6 +148,11 @@ class Sorter:
         policy, algo = self._prepare(dev, codec, value_t, index_name, index_np, n,
                                      idx_dtype.itemsize)
         passes = _passes(policy.radix_bits, begin_bit, end_bit)
+        if policy.algorithm == "single_wg" and passes and n > 1:
+            with self._lock:
+                evt = algo.enqueue_small(queue, n, begin_bit, end_bit, descending, k.at(), None,
+                                         (None, o.at()), True, wait)
+            return out_arr, self._done(queue, evt, wait, o)
         if not passes or n == 1:
             with self._lock:
                 evt = algo.iota(queue, (_round_up(n, 256),), None, o.buffer, o.offset, n,
@@ -225,7 +237,7 @@ class Sorter:
         while True:
             profile = self._profile(device)
             policy = plan_sort(profile, codec, value_bytes or None, n, **self.overrides)
-            validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes)
+            validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes, n)
             key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
             with self._lock:
                 algo = self._kernels.get(key)

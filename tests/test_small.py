@@ -1,0 +1,95 @@
+"""The one-work-group sort (single_wg): at most one tile of keys in one launch."""
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pytest
+
+import clradix
+from clradix.keys import KEY_DTYPES
+from clradix.policy import PolicyError
+
+from data import DISTRIBUTIONS, float_specials
+from reference import bits_of, ref_argsort
+
+DTYPES = [np.dtype(d) for d in KEY_DTYPES]
+
+
+@pytest.fixture(scope="module")
+def small(ctx):
+    return clradix.Sorter(ctx, algorithm="single_wg")
+
+
+def run(queue, sorter, keys, **kw):
+    d = cl_array.to_device(queue, keys)
+    v = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
+    evt = sorter.sort(queue, d, values=v, **kw)
+    evt.wait()
+    order = ref_argsort(keys, **kw)
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys[order]))
+    np.testing.assert_array_equal(v.get(), order)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d) for d in DTYPES])
+def test_sizes_and_directions(ctx, queue, small, rng, dtype):
+    tile = small.plan(ctx.devices[0], dtype, 1).tile
+    for n in (2, 3, 255, 256, 257, 1000, tile - 1, tile):
+        keys = float_specials(rng, dtype, n)
+        run(queue, small, keys)
+        run(queue, small, keys, descending=True)
+
+
+@pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
+def test_distributions_and_bits(ctx, queue, small, rng, dist):
+    keys = DISTRIBUTIONS[dist](rng, np.int32, 3001)
+    run(queue, small, keys)
+    for begin, end in ((0, 0), (3, 11), (8, 32), (31, 32)):
+        run(queue, small, keys, begin_bit=begin, end_bit=end)
+
+
+def test_argsort_and_value_widths(ctx, queue, small, rng):
+    keys = float_specials(rng, np.float64, 2049)
+    d = cl_array.to_device(queue, keys)
+    for desc in (False, True):
+        idx, evt = small.argsort(queue, d, descending=desc)
+        np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=desc))
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys))
+    order = ref_argsort(keys)
+    for vdt in (np.uint8, np.uint16, np.uint64, np.dtype("V16")):
+        vals = rng.integers(0, 256, keys.size * np.dtype(vdt).itemsize, dtype=np.uint8).view(vdt)
+        dk, dv = cl_array.to_device(queue, keys), cl_array.to_device(queue, vals)
+        small.sort(queue, dk, values=dv).wait()
+        np.testing.assert_array_equal(dv.get().view(np.uint8), vals[order].view(np.uint8))
+
+
+def test_view_with_offset_leaves_the_rest(ctx, queue, small, rng):
+    keys = float_specials(rng, np.uint16, 3000)
+    d = cl_array.to_device(queue, keys)
+    small.sort(queue, d[100:2100]).wait()
+    expect = keys.copy()
+    expect[100:2100] = np.sort(keys[100:2100], kind="stable")
+    np.testing.assert_array_equal(d.get(), expect)
+
+
+def test_planner_uses_one_launch_for_small_n(ctx, queue, rng):
+    sorter = clradix.Sorter(ctx)
+    dev = ctx.devices[0]
+    assert sorter.plan(dev, np.float32, 1000).algorithm == "single_wg"
+    assert sorter.plan(dev, np.float32, 10 ** 6).algorithm != "single_wg"
+    keys = float_specials(rng, np.float32, 1000)
+    d = cl_array.to_device(queue, keys)
+    queue.finish()
+    algo_calls = []
+    evt = sorter.sort(queue, d)
+    for algo in sorter._kernels.values():
+        algo_calls.append(type(algo).__name__)
+    evt.wait()
+    assert algo_calls == ["SingleWorkGroup"]
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(np.sort(keys, kind="stable")))
+
+
+def test_too_many_keys_for_one_group_is_refused(ctx, queue, small):
+    tile = small.plan(ctx.devices[0], np.uint32, 1).tile
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * (tile + 1))
+    with pytest.raises(PolicyError, match="at most one tile"):
+        small.sort(queue, buf)
