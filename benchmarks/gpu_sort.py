@@ -84,11 +84,14 @@ def check_suite(ctx, queue, rng, log):
         "onesweep-4bit": dict(algorithm="onesweep", radix_bits=4),
         "onesweep-2bit": dict(algorithm="onesweep", radix_bits=2),
         "rts": dict(algorithm="reduce_then_scan"),
+        "single_wg": dict(algorithm="single_wg"),
     }
     fails = 0
     for name, over in configs.items():
         sorter = clradix.Sorter(ctx, **over)
         sizes = [1, 2, 1000, 4097, 100_003] + ([] if "fallback" in name else [3_000_001])
+        if name == "single_wg":
+            sizes = [1, 2, 255, 1000, 2047, 2048]
         for dtype in (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8):
             for n in sizes:
                 keys = rand_keys(rng, dtype, n)
@@ -316,7 +319,7 @@ def main():
             bench("planner argsort u32", np.uint32, {}, argsort=True)
             bench("rts (portable)", np.uint32, dict(algorithm="reduce_then_scan"))
         if args.sweep:
-            for lg in range(16, args.log2n + 1, 2):
+            for lg in range(10, args.log2n + 1, 2):
                 peers(np.uint32, nn=1 << lg)
                 bench("planner sweep", np.uint32, {}, nn=1 << lg)
     except Exception:
