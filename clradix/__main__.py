@@ -1,4 +1,4 @@
-"""Command line: ``python -m clradix [demo|info] ...``.
+"""Command line: ``python -m clradix [demo|info|plan|autotune] ...``.
 
 ``demo`` (the default) sorts random keys, or the keys of a ``.npy`` file, on one device and prints
 the device, the time and a bit-exact comparison with numpy's stable sort. ``info`` lists the devices.
@@ -99,6 +99,41 @@ def cmd_info(args):
     return 0
 
 
+def _devices(spec):
+    if spec:
+        return [_pick_device(spec)]
+    return [d for d in all_devices() if can_build(d)]
+
+
+def cmd_plan(args):
+    from .tuning import tuned_table
+    for dev in _devices(args.device):
+        prof = DeviceProfile.from_device(dev)
+        sorter = Sorter(cl.Context([dev]))
+        tuned = tuned_table(prof)
+        print(f"{prof.describe()}: {'autotuned' if tuned else 'built-in'} policies")
+        for dtype in args.dtypes.split(","):
+            for lg in (10, 16, 20, 24, 28):
+                pol = sorter.plan(dev, np.dtype(dtype), 1 << lg)
+                extra = f" ranking={pol.ranking}" if pol.algorithm == "onesweep" else ""
+                print(f"  {dtype:8s} 2^{lg:<3d} {pol.algorithm:17s} radix_bits={pol.radix_bits} "
+                      f"wg={pol.wg_size} items={pol.items_per_thread}{extra}")
+    return 0
+
+
+def cmd_autotune(args):
+    from .tuning import autotune, cache_path, save
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for dev in _devices(args.device):
+        prof = DeviceProfile.from_device(dev)
+        print(f"autotuning {prof.describe()}")
+        winners, _ = autotune(dev, args.dtypes.split(","), sizes, args.repeat)
+        if winners:
+            save(prof, winners)
+    print(f"saved to {cache_path()}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m clradix", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd")
@@ -112,10 +147,19 @@ def main(argv=None):
     demo.add_argument("--repeat", type=int, default=5, help="timed runs after one warm-up")
     demo.add_argument("--seed", type=int, default=0)
     sub.add_parser("info", help="list OpenCL devices and which one clradix uses by default")
+    plan = sub.add_parser("plan", help="print the policy the planner picks per device and size")
+    plan.add_argument("--device")
+    plan.add_argument("--dtypes", default="uint32,float32,uint64")
+    tune = sub.add_parser("autotune", help="time candidate policies and remember the fastest")
+    tune.add_argument("--device")
+    tune.add_argument("--dtypes", default="uint32,float32")
+    tune.add_argument("--sizes", default="16,20,24", help="log2 sizes (16,20,24)")
+    tune.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     if args.cmd is None:
         args = ap.parse_args(["demo"] + (argv if argv is not None else sys.argv[1:]))
-    return {"demo": cmd_demo, "info": cmd_info}[args.cmd](args)
+    return {"demo": cmd_demo, "info": cmd_info, "plan": cmd_plan,
+            "autotune": cmd_autotune}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ the items each work-item ranks, and how many blocks per compute unit the reduce-
 :func:`validate` checks a policy against the device before anything is rendered.
 """
 
+import math
 from dataclasses import dataclass, replace
 
 ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
@@ -85,12 +86,22 @@ _DEFAULTS = {
 }
 
 
-def plan_sort(profile, codec, value_bytes, n, **overrides):
+def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     """The policy for sorting ``n`` keys of ``codec`` (with values of ``value_bytes`` or None).
 
-    Keyword overrides (``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm``,
-    ``blocks_per_cu``) replace the planner's choice when not None.
+    ``tuned`` is an autotuned table ``{(dtype name, log2 n): SortPolicy}`` for this device (see
+    tuning.py): without overrides, its entry for the nearest size class wins when it fits.
+    Keyword overrides (any SortPolicy field) replace the planner's choice when not None.
     """
+    if tuned and not any(v is not None for v in overrides.values()):
+        pol = _pick_tuned(tuned, codec.dtype, n)
+        if pol is not None:
+            try:
+                validate(pol, profile, codec.itemsize, 8 if n >= (1 << 31) else 4,
+                         value_bytes or 0, n)
+                return pol
+            except PolicyError:
+                pass
     if profile.is_gpu:
         base = _DEFAULTS["nvidia" if profile.is_nvidia else "gpu"]
     elif ranking_backends(profile)[0] != "local":
@@ -121,6 +132,13 @@ def plan_sort(profile, codec, value_bytes, n, **overrides):
                and policy.local_bytes(kb, ib, value_bytes or 0) > profile.local_mem_bytes):
             policy = replace(policy, items_per_thread=policy.items_per_thread // 2)
     return policy
+
+
+def _pick_tuned(table, dtype, n):
+    """The tuned policy for the size class nearest to n (in log2), or None."""
+    lg = math.log2(max(n, 1))
+    cands = [(abs(k - lg), k) for (dt, k) in table if dt == str(dtype)]
+    return table[(str(dtype), min(cands)[1])] if cands else None
 
 
 def _small_policy(profile, codec, value_bytes, fields):

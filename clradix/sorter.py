@@ -19,6 +19,7 @@ from .operands import check_context, check_n, operand
 from .policy import SortPolicy, plan_sort, validate, without_ranking
 from .render import KernelBuildError, ProgramCache
 from .rts import ReduceThenScan, SingleWorkGroup
+from .tuning import tuned_table
 
 _ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep,
                "single_wg": SingleWorkGroup}
@@ -60,6 +61,7 @@ class Sorter:
                               items_per_thread=items_per_thread, algorithm=algorithm)
         self._programs = ProgramCache(context)
         self._profiles = {}
+        self._tuned_tables = {}
         self._kernels = {}
         self._lock = threading.RLock()
 
@@ -169,7 +171,8 @@ class Sorter:
         """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
         codec = key_codec(dtype)
         vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else None
-        return plan_sort(self._profile(device), codec, vbytes, n, **self.overrides)
+        profile = self._profile(device)
+        return plan_sort(profile, codec, vbytes, n, self._tuned(profile), **self.overrides)
 
     def temp_bytes(self, n, dtype=np.uint32, value_dtype=None, *, device=None, begin_bit=0,
                    end_bit=None):
@@ -221,6 +224,12 @@ class Sorter:
         vals.n = n
         return vals
 
+    def _tuned(self, profile):
+        """The autotuned table of this device (loaded once; {} when there is none)."""
+        if profile.identity not in self._tuned_tables:
+            self._tuned_tables[profile.identity] = tuned_table(profile)
+        return self._tuned_tables[profile.identity]
+
     def _profile(self, device):
         prof = self._profiles.get(device.int_ptr)
         if prof is None:
@@ -236,7 +245,8 @@ class Sorter:
         """
         while True:
             profile = self._profile(device)
-            policy = plan_sort(profile, codec, value_bytes or None, n, **self.overrides)
+            policy = plan_sort(profile, codec, value_bytes or None, n, self._tuned(profile),
+                               **self.overrides)
             validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes, n)
             key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
             with self._lock:

@@ -6,6 +6,7 @@ comma-separated list of name substrings to pick devices.
 """
 
 import os
+import tempfile
 import zlib
 
 import numpy as np
@@ -13,6 +14,11 @@ import pyopencl as cl
 import pytest
 
 from clradix.device import all_devices, can_build, default_device
+
+
+# Tests never see the user's autotuning cache (tests of the cache point it elsewhere themselves).
+os.environ["CLRADIX_CACHE_DIR"] = tempfile.mkdtemp(prefix="clradix-test-cache-")
+os.environ.pop("CLRADIX_NO_TUNING", None)
 
 
 def _test_devices():

@@ -1,0 +1,172 @@
+"""Autotuning: time the candidate policies on a device and remember the winners on disk.
+
+The cache is one JSON file in the user's cache folder (``platformdirs``), or in
+``$CLRADIX_CACHE_DIR``; ``CLRADIX_NO_TUNING=1`` makes clradix ignore it. Entries are keyed by the
+device identity (platform, device, driver version) and are only used by the clradix version that
+wrote them. A file that cannot be read, or was written by another version, is ignored with a
+warning (and replaced by the next ``python -m clradix autotune``).
+"""
+
+import json
+import os
+import warnings
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from . import __version__
+from .keys import key_codec
+from .policy import _DEFAULTS, RADIX_BITS, PolicyError, SortPolicy, plan_sort, ranking_backends
+from .policy import validate
+
+FORMAT = 1
+DEFAULT_SIZES = (16, 20, 24)
+
+
+def cache_path():
+    folder = os.environ.get("CLRADIX_CACHE_DIR")
+    if not folder:
+        import platformdirs
+        folder = platformdirs.user_cache_dir("clradix")
+    return os.path.join(folder, "tuning.json")
+
+
+def _read():
+    path = cache_path()
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"unknown format {data.get('format') if isinstance(data, dict) else data!r}")
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"ignoring the tuning cache {path}: {exc}", RuntimeWarning, stacklevel=3)
+        return {}
+    if data.get("clradix") != __version__:
+        warnings.warn(f"ignoring the tuning cache {path}: written by clradix "
+                      f"{data.get('clradix')}, this is {__version__}", RuntimeWarning, stacklevel=3)
+        return {}
+    return data.get("devices", {})
+
+
+def tuned_table(profile):
+    """{(dtype name, log2 n): SortPolicy} tuned for this device, or {} (none, or disabled)."""
+    if os.environ.get("CLRADIX_NO_TUNING"):
+        return {}
+    entries = _read().get(profile.identity, {})
+    table = {}
+    for key, fields in entries.items():
+        try:
+            dtype, lg = key.split(":")
+            table[(dtype, int(lg))] = SortPolicy(**fields)
+        except (TypeError, ValueError) as exc:
+            warnings.warn(f"ignoring tuning entry {key!r} of {profile.identity}: {exc}",
+                          RuntimeWarning, stacklevel=2)
+    return table
+
+
+def save(profile, winners):
+    """Merge ``{(dtype, log2 n): SortPolicy}`` for this device into the cache file."""
+    path = cache_path()
+    devices = _read() if os.path.exists(path) else {}
+    entry = devices.setdefault(profile.identity, {})
+    for (dtype, lg), pol in winners.items():
+        entry[f"{dtype}:{lg}"] = asdict(pol)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"format": FORMAT, "clradix": __version__, "devices": devices}, f, indent=1)
+    os.replace(tmp, path)
+    return path
+
+
+def candidates(profile, dtype, n):
+    """The policies worth timing for n keys of dtype on this device (each validated)."""
+    codec = key_codec(dtype)
+    out = []
+    shapes = [(256, 16), (256, 8), (128, 16)]
+    for rb in RADIX_BITS:
+        for wg, ipt in shapes:
+            out.append(replace(_DEFAULTS["cpu"], radix_bits=rb, wg_size=wg, items_per_thread=ipt))
+    for ranking in ranking_backends(profile):
+        sg = 32 if ranking in ("ptx", "local") else 16
+        for rb in RADIX_BITS:
+            for wg, ipt in ([(256, 24), (256, 16)] if profile.is_gpu else [(256, 16), (128, 16)]):
+                out.append(SortPolicy("onesweep", rb, wg, ipt, ranking=ranking, sg_size=sg))
+    small = plan_sort(profile, codec, None, 1)
+    if small.algorithm == "single_wg" and n <= small.tile:
+        out.append(small)
+    ok = []
+    for pol in out:
+        pol = replace(pol, wg_size=min(pol.wg_size, profile.max_wg_size))
+        try:
+            validate(pol, profile, codec.itemsize, 4 if n < 2 ** 31 else 8, 0, n)
+        except PolicyError:
+            continue
+        if pol not in ok:
+            ok.append(pol)
+    return ok
+
+
+def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, repeat=5,
+             log=print):
+    """Time every candidate on ``device``; return (winners, rows) where rows hold every timing."""
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    from .device import DeviceProfile
+    from .sorter import Sorter
+
+    profile = DeviceProfile.from_device(device)
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    rng = np.random.default_rng(2026)
+    winners, rows = {}, []
+    for dtype in dtypes:
+        dt = np.dtype(dtype)
+        for lg in log2_sizes:
+            n = 1 << lg
+            keys = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
+            if dt.kind == "f":
+                keys = rng.standard_normal(n).astype(dt)
+            ref = np.sort(keys, kind="stable")
+            src = cl_array.to_device(queue, keys)
+            work = cl_array.empty_like(src)
+            default = plan_sort(profile, key_codec(dt), None, n)
+            best = None
+            for pol in candidates(profile, dt, n):
+                sorter = Sorter(ctx, **asdict(pol))
+                times = []
+                try:
+                    for rep in range(repeat + 1):
+                        cl.enqueue_copy(queue, work.data, src.data)
+                        m0 = cl.enqueue_marker(queue)
+                        evt = sorter.sort(queue, work)
+                        evt.wait()
+                        if rep:
+                            times.append((evt.profile.end - m0.profile.end) * 1e-6)
+                except Exception as exc:  # a candidate the driver cannot run is skipped
+                    log(f"  skipped {pol}: {type(exc).__name__}: {str(exc)[:200]}")
+                    continue
+                if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
+                    raise AssertionError(f"{pol} sorted {dt} 2^{lg} wrongly on {profile.describe()}")
+                ms = float(np.median(times))
+                rows.append(dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms,
+                                 default=pol == default))
+                if best is None or ms < best[0]:
+                    best = (ms, pol)
+            if best is not None:
+                winners[(str(dt), lg)] = best[1]
+                dms = [r["ms"] for r in rows if r["default"] and r["dtype"] == str(dt)
+                       and r["log2n"] == lg]
+                gap = f"{dms[0] / best[0]:.2f}x the best" if dms else "not among the candidates"
+                log(f"{dt} 2^{lg}: best {best[0]:.3f} ms {_short(best[1])}; planner default "
+                    f"{_short(default)} is {gap}")
+    return winners, rows
+
+
+def _short(pol):
+    s = f"{pol.algorithm}/{pol.radix_bits}b/{pol.wg_size}x{pol.items_per_thread}"
+    return s + (f"/{pol.ranking}" if pol.algorithm == "onesweep" else "")
+
