@@ -122,14 +122,21 @@ def cmd_plan(args):
 
 
 def cmd_autotune(args):
-    from .tuning import autotune, cache_path, save
+    import json
+    from .tuning import autotune, cache_path, report, save
     sizes = [int(s) for s in args.sizes.split(",")]
+    everything = []
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)
         print(f"autotuning {prof.describe()}")
-        winners, _ = autotune(dev, args.dtypes.split(","), sizes, args.repeat)
+        winners, rows = autotune(dev, args.dtypes.split(","), sizes, args.repeat)
         if winners:
             save(prof, winners)
+        print(report(rows, prof.describe()))
+        everything.append(dict(device=prof.describe(), rows=rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(everything, f, indent=1)
     print(f"saved to {cache_path()}")
     return 0
 
@@ -155,6 +162,7 @@ def main(argv=None):
     tune.add_argument("--dtypes", default="uint32,float32")
     tune.add_argument("--sizes", default="16,20,24", help="log2 sizes (16,20,24)")
     tune.add_argument("--repeat", type=int, default=5)
+    tune.add_argument("--json", help="also write every timing here")
     args = ap.parse_args(argv)
     if args.cmd is None:
         args = ap.parse_args(["demo"] + (argv if argv is not None else sys.argv[1:]))

@@ -170,3 +170,32 @@ def _short(pol):
     s = f"{pol.algorithm}/{pol.radix_bits}b/{pol.wg_size}x{pol.items_per_thread}"
     return s + (f"/{pol.ranking}" if pol.algorithm == "onesweep" else "")
 
+
+
+def report(rows, device_label):
+    """Markdown: per dtype and size, the best time of each (algorithm, radix bits), the planner's
+    default and the autotuned winner."""
+    out = [f"#### {device_label}", "",
+           "| dtype | n | " + " | ".join(f"{a} {b}-bit" for a, b in _COLUMNS)
+           + " | planner default | autotuned pick |",
+           "| --- | --- |" + " ---: |" * len(_COLUMNS) + " --- | --- |"]
+    keys = sorted({(r["dtype"], r["log2n"]) for r in rows})
+    for dtype, lg in keys:
+        rs = [r for r in rows if r["dtype"] == dtype and r["log2n"] == lg]
+        best = min(rs, key=lambda r: r["ms"])
+        cells = []
+        for alg, rb in _COLUMNS:
+            ms = [r["ms"] for r in rs if r["policy"]["algorithm"] == alg
+                  and r["policy"]["radix_bits"] == rb]
+            cells.append(f"{min(ms):.3f}" if ms else "-")
+        dflt = [r for r in rs if r["default"]]
+        dtext = (f"{dflt[0]['ms']:.3f} ms ({dflt[0]['ms'] / best['ms']:.2f}x best)" if dflt
+                 else "-")
+        pol = SortPolicy(**best["policy"])
+        out.append(f"| {dtype} | 2^{lg} | " + " | ".join(cells)
+                   + f" | {dtext} | {best['ms']:.3f} ms {_short(pol)} |")
+    return "\n".join(out) + "\n"
+
+
+_COLUMNS = [("reduce_then_scan", 2), ("reduce_then_scan", 4), ("reduce_then_scan", 8),
+            ("onesweep", 2), ("onesweep", 4), ("onesweep", 8), ("single_wg", 4)]
