@@ -79,10 +79,16 @@ _DEFAULTS = {
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
-    # NVIDIA H200 OpenCL, u32 2^28 keys: 256 x 24 took 15.3-15.9 ms, 256 x 16: 16.9 ms,
-    # 256 x 12: 17.7 ms, 256 x 32: 18.6 ms, 128 x 16: 31 ms (BENCHMARKS.md, "onesweep tuning").
-    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=24,
-                         ranking="ptx", sg_size=32),
+    # NVIDIA H200 OpenCL (python -m clradix autotune, 2026-11-22; BENCHMARKS.md "planner"): from
+    # 2^18 keys onesweep 8-bit 256x16 with *local* ranking was best or within 1.3 % for u32 and
+    # f32 at 2^20, 2^24, 2^28 (u32 2^28: 15.6 ms; ptx ranking 256x24: 16.1, 256x16: 17.5 ms);
+    # the warp match instruction ranks more slowly than local memory there.
+    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+                         ranking="local", sg_size=32),
+    # ... and below 2^18 reduce-then-scan 8-bit 256x16 (fewer launches): u32 2^16 0.264 ms,
+    # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
+    "nvidia-small": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256,
+                               items_per_thread=16, blocks_per_cu=8),
 }
 
 
@@ -102,8 +108,10 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
                 return pol
             except PolicyError:
                 pass
-    if profile.is_gpu:
-        base = _DEFAULTS["nvidia" if profile.is_nvidia else "gpu"]
+    if profile.is_gpu and profile.is_nvidia:
+        base = _DEFAULTS["nvidia" if n >= (1 << 18) else "nvidia-small"]
+    elif profile.is_gpu:
+        base = _DEFAULTS["gpu"]
     elif ranking_backends(profile)[0] != "local":
         base = _DEFAULTS["cpu-subgroups"]
     else:
@@ -119,7 +127,8 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if fields.get("algorithm") == "single_wg":
         return small or replace(_DEFAULTS["small"], **fields)
     policy = replace(base, **fields)
-    if policy.algorithm == "onesweep" and "ranking" not in fields:
+    if (policy.algorithm == "onesweep" and "ranking" not in fields
+            and policy.ranking not in ranking_backends(profile)):
         best = ranking_backends(profile)[0]
         policy = replace(policy, ranking=best,
                          sg_size=32 if best in ("ptx", "local") else 16)
