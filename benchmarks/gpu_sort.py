@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--variants", default="")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--types", action="store_true", help="f32, u64, u32+u32 and argsort at 2^28")
+    ap.add_argument("--only", help="time just this dtype (planner and peers) at 2^log2n")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--ptxinfo", action="store_true", help="print registers / local memory")
     ap.add_argument("--log2n", type=int, default=28)
@@ -282,6 +283,11 @@ def main():
                 log(f"{opts}: {exc}")
 
     try:
+        if args.only:
+            dt = np.dtype(args.only)
+            peers(dt)
+            bench("planner", dt, {})
+            raise SystemExit(0)
         peers(np.uint32)
         bench("planner", np.uint32, {})
         breakdown(np.uint32, {})

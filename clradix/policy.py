@@ -139,7 +139,7 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         ib = 8 if n >= (1 << 31) else 4
         while (policy.items_per_thread > 1
                and policy.local_bytes(kb, ib, value_bytes or 0) > profile.local_mem_bytes):
-            policy = replace(policy, items_per_thread=policy.items_per_thread // 2)
+            policy = replace(policy, items_per_thread=policy.items_per_thread * 3 // 4)
     return policy
 
 
