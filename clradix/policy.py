@@ -70,10 +70,12 @@ _DEFAULTS = {
     # 206 ms; best 2-bit: 427 ms). Onesweep with emulated ranking: 213 vs 169 ms (BENCHMARKS.md).
     "cpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=16,
                       blocks_per_cu=4),
-    # A CPU runtime with real subgroups (Intel's, 2 cores of an AMD EPYC, u32 2^22): onesweep with
-    # ballot ranking 78 ms, reduce-then-scan 128 ms; f32: 84 vs 136 ms (BENCHMARKS.md, "CPU").
+    # A CPU runtime with real subgroups (Intel's, 2 cores of an AMD EPYC): onesweep beats
+    # reduce-then-scan (u32 2^22: 78 vs 128 ms), and cl_intel_subgroups shuffle ranking beats the
+    # khr ballot one (autotune, 7 repeats, 2^20 u32: 22.7 vs 36.5 ms; f32: 23.4 vs 39.5 ms;
+    # BENCHMARKS.md, "Planner").
     "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
-                                ranking="khr", sg_size=16),
+                                ranking="intel", sg_size=16),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
     "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).

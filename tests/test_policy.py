@@ -1,5 +1,7 @@
 """Planner and policy validation (pure functions of a device profile)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,9 @@ def test_planner_picks_per_device():
     intel = profile(device_type="cpu", local_mem_bytes=2 ** 18, extensions=frozenset(
         ["cl_intel_required_subgroup_size", "cl_khr_subgroup_ballot", "cl_intel_subgroups"]))
     pol = plan_sort(intel, key_codec(np.float32), None, 2 ** 20)
+    assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "intel", 16)
+    khr_only = replace(intel, extensions=intel.extensions - {"cl_intel_subgroups"})
+    pol = plan_sort(khr_only, key_codec(np.float32), None, 2 ** 20)
     assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "khr", 16)
 
 
