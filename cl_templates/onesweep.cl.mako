@@ -79,6 +79,7 @@ ${common.wg_scan_warp_fn("wg_scan_uint", wg)}
 % else:
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 % endif
+${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 ${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
 
 inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
@@ -122,7 +123,6 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict bins)
 {
     __local INDEX_T scratch[WG];
-    __local INDEX_T total_scratch;
     const uint lid = get_local_id(0);
     const uint p = get_group_id(0);
     hist += p * RADIX;
@@ -133,16 +133,8 @@ void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict b
     INDEX_T sum = 0;
     for (uint i = b; i < e; ++i)
         sum += hist[i];
-    /* work-group exclusive scan of `sum` */
-    scratch[lid] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint off = 1; off < WG; off <<= 1) {
-        INDEX_T other = lid >= off ? scratch[lid - off] : (INDEX_T)0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        scratch[lid] += other;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    INDEX_T run = scratch[lid] - sum;
+    INDEX_T total;
+    INDEX_T run = wg_scan_index(sum, scratch, lid, &total);
     for (uint i = b; i < e; ++i) {
         bins[i] = run;
         run += hist[i];
