@@ -39,7 +39,8 @@ def _read():
         with open(path) as f:
             data = json.load(f)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"unknown format {data.get('format') if isinstance(data, dict) else data!r}")
+            fmt = data.get("format") if isinstance(data, dict) else data
+            raise ValueError(f"unknown format {fmt!r}")
     except (OSError, ValueError) as exc:
         warnings.warn(f"ignoring the tuning cache {path}: {exc}", RuntimeWarning, stacklevel=3)
         return {}
