@@ -24,13 +24,10 @@ import pyopencl as cl
 
 import clradix
 from clradix.device import DeviceProfile, all_devices, can_build
-from clradix.keys import KEY_DTYPES
+from clradix.keys import KEY_DTYPES, parse_dtype
 
 from . import impls, report
 
-SHORT = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i8": "int8",
-         "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32",
-         "f64": "float64"}
 DEFAULT_DTYPES = "u32,i32,f32,u64,f64"
 
 
@@ -102,7 +99,7 @@ def _sizes(args, dev, host=False):
 
 def run_matrix(args):
     dtypes = [np.dtype(d) for d in KEY_DTYPES] if args.all_dtypes else \
-        [np.dtype(SHORT.get(s.strip(), s.strip())) for s in args.dtypes.split(",")]
+        [parse_dtype(s) for s in args.dtypes.split(",")]
     ops = [o.strip() for o in args.ops.split(",")]
     for o in ops:
         if o not in impls.OPS:

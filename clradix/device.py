@@ -21,6 +21,7 @@ class DeviceProfile:
     max_alloc_bytes: int
     extensions: frozenset
     disabled_rankings: frozenset = frozenset()  # ranking back-ends its driver failed to compile
+    cl_profile: str = "FULL_PROFILE"  # CL_DEVICE_PROFILE: FULL_PROFILE or EMBEDDED_PROFILE
 
     @property
     def identity(self):
@@ -38,6 +39,12 @@ class DeviceProfile:
     def has_extension(self, name):
         return name in self.extensions
 
+    @property
+    def has_int64(self):
+        """Whether OpenCL C's 64-bit integers (long, ulong) work: always on FULL_PROFILE devices,
+        only with ``cles_khr_int64`` on EMBEDDED_PROFILE ones."""
+        return self.cl_profile != "EMBEDDED_PROFILE" or self.has_extension("cles_khr_int64")
+
     @classmethod
     def from_device(cls, device):
         dtype = next((name for flag, name in _TYPES if device.type & flag), "other")
@@ -52,6 +59,7 @@ class DeviceProfile:
             max_wg_size=int(device.max_work_group_size),
             max_alloc_bytes=int(device.max_mem_alloc_size),
             extensions=frozenset(device.extensions.split()),
+            cl_profile=device.profile.strip(),
         )
 
     def describe(self):

@@ -94,6 +94,18 @@ KEY_DTYPES = tuple(_CODECS)
 VALUE_CL_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "uint4"}
 
 
+# Short names accepted wherever a dtype is typed on a command line.
+SHORT_NAMES = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i8": "int8",
+               "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32",
+               "f64": "float64"}
+
+
+def parse_dtype(name):
+    """A numpy dtype from a name such as ``u32`` or ``float32``."""
+    name = str(name).strip()
+    return key_codec(SHORT_NAMES.get(name, name)).dtype
+
+
 def key_codec(dtype):
     """The codec of ``dtype``; TypeError naming the dtype when it is not a supported key type."""
     try:

@@ -6,6 +6,24 @@ import pyopencl as cl
 from .policy import PolicyError
 
 
+class WorkGroupLimitError(PolicyError):
+    """A built kernel runs fewer work-items per group than the policy's wg_size (its registers or
+    local memory limit it below the device's maximum); ``kernel`` and ``limit`` say which and how
+    many."""
+
+    def __init__(self, message, kernel, limit, wg_size):
+        super().__init__(message)
+        self.kernel = kernel
+        self.limit = limit
+        self.wg_size = wg_size
+
+
+def kernel_wg_limit(kernel, device):
+    """CL_KERNEL_WORK_GROUP_SIZE of a built kernel on ``device`` (a module function so that tests
+    can make it small)."""
+    return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+
+
 class DigitPasses:
     """Base of an algorithm that sorts by a list of digit passes (see rts.py, onesweep.py).
 
@@ -33,10 +51,12 @@ class DigitPasses:
         self.program = programs.get(self.template, params, options)
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
         for name, knl in self.kernels.items():
-            wg_max = knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+            wg_max = kernel_wg_limit(knl, device)
             if wg_max < policy.wg_size:
-                raise PolicyError(f"{name} runs at most {wg_max} work-items per group on "
-                                  f"{profile.describe()}; the policy asks for {policy.wg_size}")
+                raise WorkGroupLimitError(
+                    f"kernel {name} runs at most {wg_max} work-items per group on "
+                    f"{profile.describe()}; the policy asks for wg_size={policy.wg_size}",
+                    name, wg_max, policy.wg_size)
         self.iota = None
         if value_t in ("uint", "ulong"):
             self.iota = cl.Kernel(self.program, "rts_iota")

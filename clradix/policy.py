@@ -189,9 +189,18 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     need = policy.local_bytes(key_bytes, index_bytes, value_bytes)
     if policy.algorithm == "single_wg" and n_keys is not None and n_keys > policy.tile:
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
+    if not profile.has_int64:
+        uses = [what for what, wide in (("64-bit keys", key_bytes == 8),
+                                        ("64-bit indices", index_bytes == 8),
+                                        ("8-byte values", value_bytes == 8)) if wide]
+        uses.append("the 64-bit buffer offsets every kernel takes")
+        raise PolicyError(f"{dev} lacks 64-bit integers: it is an {profile.cl_profile} device "
+                          f"without cles_khr_int64, and clradix needs OpenCL C's long/ulong for "
+                          f"{', '.join(uses)}")
     if need > profile.local_mem_bytes:
-        raise PolicyError(f"too little local memory on {dev}: {policy} needs {need} bytes for "
-                          f"{key_bytes}-byte keys, the device has {profile.local_mem_bytes}")
+        raise PolicyError(f"too little local memory on {dev}: {policy} needs {need} bytes of local "
+                          f"memory for {key_bytes}-byte keys, the device has "
+                          f"{profile.local_mem_bytes} (CL_DEVICE_LOCAL_MEM_SIZE)")
 
 
 def ranking_backends(profile):

@@ -6,6 +6,7 @@ nothing waits on the host. The returned event is the only synchronisation point.
 
 import threading
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pyopencl as cl
@@ -16,7 +17,8 @@ from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
 from .onesweep import Onesweep
 from .operands import check_context, check_n, operand
-from .policy import SortPolicy, plan_sort, validate, without_ranking
+from .passes import WorkGroupLimitError
+from .policy import PolicyError, SortPolicy, _pow2_floor, plan_sort, validate, without_ranking
 from .render import KernelBuildError, ProgramCache
 from .rts import ReduceThenScan, SingleWorkGroup
 from .tuning import tuned_table
@@ -45,6 +47,10 @@ class Sorter:
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
     by default they are allocated immediately so that a failed allocation raises before anything
     is enqueued.
+
+    One Sorter may be used from several threads at once (each with its own queue of the Sorter's
+    context): planning, building and enqueueing hold the Sorter's lock, so its caches and the
+    kernels' arguments are never touched by two threads together.
     """
 
     def __init__(self, context, *, radix_bits=None, wg_size=None, items_per_thread=None,
@@ -63,6 +69,9 @@ class Sorter:
         self._profiles = {}
         self._tuned_tables = {}
         self._kernels = {}
+        # {(device, key dtype, value type, index type): largest wg_size its kernels ran}: learned
+        # when a planned wg_size was above what a built kernel can run (see _prepare)
+        self._wg_caps = {}
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ public API
@@ -133,7 +142,12 @@ class Sorter:
         idx_dtype = np.dtype(np.uint32 if n < 2 ** 32 else np.uint64)
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if out is None:
-            out_arr = cl_array.empty(queue, n, idx_dtype, allocator=allocator or self.allocator)
+            user_alloc = allocator or self.allocator
+            if n:
+                data = self._allocator(queue, allocator, "index output")(n * idx_dtype.itemsize)
+                out_arr = cl_array.Array(queue, n, idx_dtype, data=data, allocator=user_alloc)
+            else:
+                out_arr = cl_array.empty(queue, 0, idx_dtype, allocator=user_alloc)
             o = operand(out_arr, self.context, "out")
         else:
             o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
@@ -170,16 +184,17 @@ class Sorter:
     def plan(self, device, dtype, n, value_dtype=None):
         """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
         codec = key_codec(dtype)
-        vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else None
-        profile = self._profile(device)
-        return plan_sort(profile, codec, vbytes, n, self._tuned(profile), **self.overrides)
+        value_t = value_cl_type(value_dtype) if value_dtype is not None else None
+        vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
+        return self._plan(device, codec, value_t, _index_t(n)[0], n, vbytes)[1]
 
     def temp_bytes(self, n, dtype=np.uint32, value_dtype=None, *, device=None, begin_bit=0,
                    end_bit=None):
         """Bytes of temporary memory ``sort`` allocates for ``n`` keys (and values).
 
         One ping-pong buffer of n keys (and one of n values), plus the algorithm's constant part:
-        onesweep's status ring and digit tables, or reduce-then-scan's count table.
+        onesweep's status ring and digit tables, or reduce-then-scan's count table; nothing when
+        one work-group sorts the keys in local memory (single_wg).
         """
         n = check_n(n)
         codec = key_codec(dtype)
@@ -191,6 +206,8 @@ class Sorter:
         vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
         value_t = value_cl_type(value_dtype) if value_dtype is not None else None
         policy, algo = self._prepare(device, codec, value_t, index_name, index_np, n, vbytes)
+        if policy.algorithm == "single_wg":
+            return 0
         passes = _passes(policy.radix_bits, begin_bit, end_bit)
         return n * (codec.itemsize + vbytes) + algo.temp_bytes(n, passes)
 
@@ -226,15 +243,29 @@ class Sorter:
 
     def _tuned(self, profile):
         """The autotuned table of this device (loaded once; {} when there is none)."""
-        if profile.identity not in self._tuned_tables:
-            self._tuned_tables[profile.identity] = tuned_table(profile)
-        return self._tuned_tables[profile.identity]
+        with self._lock:
+            if profile.identity not in self._tuned_tables:
+                self._tuned_tables[profile.identity] = tuned_table(profile)
+            return self._tuned_tables[profile.identity]
 
     def _profile(self, device):
-        prof = self._profiles.get(device.int_ptr)
-        if prof is None:
-            prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
-        return prof
+        with self._lock:
+            prof = self._profiles.get(device.int_ptr)
+            if prof is None:
+                prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
+            return prof
+
+    def _plan(self, device, codec, value_t, index_name, n, value_bytes):
+        """(profile, policy): the planner's policy, its wg_size within the cap learned for this
+        key configuration (if any), and the profile (so capped) it was planned for."""
+        profile = self._profile(device)
+        with self._lock:
+            cap = self._wg_caps.get((device.int_ptr, codec.dtype, value_t, index_name))
+        if cap is not None and cap < profile.max_wg_size:
+            profile = replace(profile, max_wg_size=cap)
+        policy = plan_sort(profile, codec, value_bytes or None, n, self._tuned(profile),
+                           **self.overrides)
+        return profile, policy
 
     def _prepare(self, device, codec, value_t, index_name, index_np, n, value_bytes=0):
         """Plan, validate and build: everything that can fail before the first enqueue.
@@ -242,12 +273,24 @@ class Sorter:
         When the planner chose a subgroup ranking back-end (the caller did not) and the driver
         cannot compile it, the device's profile forgets that back-end (with a warning) and the
         planner chooses again.
+
+        When the planner chose wg_size (the caller did not) and a built kernel runs fewer
+        work-items per group (CL_KERNEL_WORK_GROUP_SIZE: registers or local memory of that kernel
+        limit it below the device's maximum), wg_size is capped at the largest power of two within
+        the kernel's limit for this key configuration (with one warning) and the planner chooses
+        again. A wg_size the caller set is never shrunk: the PolicyError names the device, the
+        kernel, its limit and the asked size.
         """
+        limited = None  # the WorkGroupLimitError that made this call shrink wg_size
         while True:
-            profile = self._profile(device)
-            policy = plan_sort(profile, codec, value_bytes or None, n, self._tuned(profile),
-                               **self.overrides)
-            validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, value_bytes, n)
+            profile, policy = self._plan(device, codec, value_t, index_name, n, value_bytes)
+            try:
+                validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize,
+                         value_bytes, n)
+            except PolicyError as exc:
+                if limited is None:
+                    raise
+                raise PolicyError(f"{limited}, and no valid policy fits that limit: {exc}") from exc
             key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
             with self._lock:
                 algo = self._kernels.get(key)
@@ -256,6 +299,18 @@ class Sorter:
                 try:
                     algo = _ALGORITHMS[policy.algorithm](self._programs, device, profile, policy,
                                                          codec, value_t, index_name, index_np)
+                except WorkGroupLimitError as exc:
+                    cap = _pow2_floor(min(exc.limit, policy.wg_size // 2))
+                    if self.overrides.get("wg_size") is not None or cap >= policy.wg_size:
+                        raise
+                    cap_key = (device.int_ptr, codec.dtype, value_t, index_name)
+                    if cap_key not in self._wg_caps:
+                        warnings.warn(f"{exc}; the planner shrinks wg_size to {cap} for "
+                                      f"{codec.dtype} keys (values: {value_t}, indices: "
+                                      f"{index_name}) on this device", RuntimeWarning, stacklevel=3)
+                    self._wg_caps[cap_key] = cap
+                    limited = exc
+                    continue
                 except KernelBuildError as exc:
                     if (policy.algorithm != "onesweep" or policy.ranking == "local"
                             or self.overrides.get("ranking") is not None):
@@ -263,12 +318,15 @@ class Sorter:
                     warnings.warn(f"{profile.describe()} cannot compile the {policy.ranking!r} "
                                   f"subgroup ranking; planning without it. {str(exc)[:2000]}",
                                   RuntimeWarning, stacklevel=3)
-                    self._profiles[device.int_ptr] = without_ranking(profile, policy.ranking)
+                    self._profiles[device.int_ptr] = without_ranking(self._profile(device),
+                                                                     policy.ranking)
                     continue
                 self._kernels[key] = algo
                 return policy, algo
 
-    def _allocator(self, queue, allocator):
+    def _allocator(self, queue, allocator, what="temporary memory"):
+        """allocate(nbytes): from ``allocator``, else the Sorter's, else immediately on the queue;
+        a failure (an OpenCL error or MemoryError) is a MemoryError naming the bytes asked for."""
         alloc = allocator or self.allocator
         if alloc is None:
             alloc = cl_tools.ImmediateAllocator(queue)
@@ -276,9 +334,9 @@ class Sorter:
         def allocate(nbytes):
             try:
                 return alloc(max(int(nbytes), 1))
-            except cl.Error as exc:
-                raise MemoryError(f"allocating {int(nbytes)} bytes of temporary memory on "
-                                  f"{queue.device.name} failed: {exc}") from exc
+            except (cl.Error, MemoryError) as exc:
+                raise MemoryError(f"allocating {int(nbytes)} bytes of {what} on "
+                                  f"{queue.device.name.strip()} failed: {exc}") from exc
         return allocate
 
     def _done(self, queue, evt, wait, *operands):

@@ -15,7 +15,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from . import __version__
-from .keys import key_codec
+from .keys import key_codec, parse_dtype
 from .policy import _DEFAULTS, RADIX_BITS, PolicyError, SortPolicy, plan_sort, ranking_backends
 from .policy import validate
 
@@ -125,7 +125,7 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
     rng = np.random.default_rng(2026)
     winners, rows = {}, []
     for dtype in dtypes:
-        dt = np.dtype(dtype)
+        dt = parse_dtype(dtype)
         for lg in log2_sizes:
             n = 1 << lg
             keys = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)

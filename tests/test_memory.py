@@ -1,0 +1,162 @@
+"""Temporary memory: allocator= (a pyopencl MemoryPool), and allocation failures.
+
+A failed allocation is a MemoryError naming the bytes asked for, raised before anything is
+enqueued: the caller's keys and values keep every byte.
+"""
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
+import pytest
+
+import clradix
+
+from data import DISTRIBUTIONS, float_specials
+from reference import bits_of, ref_argsort
+
+
+def _sizes(ctx, dtype):
+    """One size per algorithm the planner uses here: a single tile and several tiles."""
+    tile = clradix.Sorter(ctx).plan(ctx.devices[0], dtype, 1).tile
+    return [tile - 3, 5 * tile + 11]
+
+
+def _check_sort(queue, sorter, keys, allocator=None, descending=False):
+    d_keys = cl_array.to_device(queue, keys)
+    d_vals = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
+    sorter.sort(queue, d_keys, values=d_vals, descending=descending, allocator=allocator).wait()
+    order = ref_argsort(keys, descending=descending)
+    np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys[order]))
+    np.testing.assert_array_equal(d_vals.get(), order)
+
+
+def _check_argsort(queue, sorter, keys, allocator=None, descending=False):
+    d_keys = cl_array.to_device(queue, keys)
+    idx, evt = sorter.argsort(queue, d_keys, descending=descending, allocator=allocator)
+    evt.wait()
+    np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=descending))
+    np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))
+    return idx
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint64, np.int16], ids=["float32", "uint64", "int16"])
+def test_memory_pool_on_the_sorter(ctx, queue, rng, dtype):
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+    sorter = clradix.Sorter(ctx, allocator=pool)
+    for n in _sizes(ctx, dtype):
+        # several rounds: later ones get blocks that hold earlier sorts' data (stale, not zero)
+        for rnd in range(3):
+            keys = DISTRIBUTIONS["float_specials" if rnd % 2 else "distinct16"](rng, dtype, n)
+            _check_sort(queue, sorter, keys, descending=bool(rnd == 2))
+            idx = _check_argsort(queue, sorter, keys, descending=bool(rnd == 1))
+            assert idx.allocator is pool  # the index array comes from the pool too
+            del idx
+    assert pool.managed_bytes > 0  # temporaries came from the pool
+    assert pool.active_blocks == 0  # and went back to it
+
+
+def test_memory_pool_per_call_wins(ctx, queue, rng):
+    """allocator= of a call is used instead of the Sorter's."""
+    pool_sorter = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+    pool_call = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+    sorter = clradix.Sorter(ctx, allocator=pool_sorter)
+    n = _sizes(ctx, np.float32)[1]
+    keys = float_specials(rng, np.float32, n)
+    _check_sort(queue, sorter, keys, allocator=pool_call)
+    idx = _check_argsort(queue, sorter, keys, allocator=pool_call, descending=True)
+    assert pool_sorter.managed_bytes == 0
+    assert pool_call.active_blocks == 1 and idx.allocator is pool_call
+    # and a Sorter without one takes the pool of the call
+    plain = clradix.Sorter(ctx)
+    _check_sort(queue, plain, keys, allocator=pool_call)
+    assert pool_sorter.managed_bytes == 0
+
+
+def test_pool_sizes_match_temp_bytes(ctx, queue, rng):
+    """What a sort takes from its allocator is what Sorter.temp_bytes says."""
+    sorter = clradix.Sorter(ctx)
+    cases = [(np.float32, np.uint32), (np.uint64, None), (np.uint8, np.uint64)]
+    for (dtype, vdt), n in ((c, n) for c in cases for n in _sizes(ctx, c[0])):
+        asked = []
+
+        def counting(nbytes):
+            asked.append(nbytes)
+            return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+        keys = DISTRIBUTIONS["uniform"](rng, dtype, n)
+        d_keys = cl_array.to_device(queue, keys)
+        d_vals = None if vdt is None else cl_array.to_device(queue, np.arange(n).astype(vdt))
+        sorter.sort(queue, d_keys, values=d_vals, allocator=counting).wait()
+        np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys[ref_argsort(keys)]))
+        assert sum(asked) == sorter.temp_bytes(n, dtype, vdt)
+
+
+class _Failing:
+    """An allocator that succeeds ``ok`` times and then fails as ``how`` says."""
+
+    def __init__(self, queue, how, ok=0):
+        self.inner = cl_tools.ImmediateAllocator(queue)
+        self.queue = queue
+        self.how = how
+        self.ok = ok
+        self.asked = []
+
+    def __call__(self, nbytes):
+        self.asked.append(nbytes)
+        if len(self.asked) <= self.ok:
+            return self.inner(nbytes)
+        if self.how == "cl":
+            raise cl.MemoryError(cl._cl._ErrorRecord(
+                "clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, "out of memory"))
+        if self.how == "python":
+            raise MemoryError("host out of memory")
+        # a real request beyond the device's largest allocation: the driver refuses it
+        return self.inner(self.queue.device.max_mem_alloc_size * 4 + nbytes)
+
+
+@pytest.mark.parametrize("how", ["cl", "python", "huge"])
+@pytest.mark.parametrize("ok", [0, 1], ids=["first", "second"])
+def test_failed_allocation_is_clear_and_changes_nothing(ctx, queue, rng, how, ok):
+    sorter = clradix.Sorter(ctx)
+    n = _sizes(ctx, np.float32)[1]
+    keys = float_specials(rng, np.float32, n)
+    vals = rng.integers(0, 2 ** 32, n, dtype=np.uint32)
+    d_keys = cl_array.to_device(queue, keys)
+    d_vals = cl_array.to_device(queue, vals)
+    queue.finish()
+    for call in ("sort", "argsort"):
+        failing = _Failing(queue, how, ok)
+        with pytest.raises(MemoryError) as info:
+            if call == "sort":
+                sorter.sort(queue, d_keys, values=d_vals, allocator=failing)
+            else:
+                sorter.argsort(queue, d_keys, allocator=failing)
+        msg = str(info.value)
+        assert f"allocating {failing.asked[-1]} bytes of " in msg, msg
+        assert ctx.devices[0].name.strip() in msg
+        assert ("index output" if call == "argsort" and ok == 0 else "temporary memory") in msg
+        queue.finish()
+        np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))
+        np.testing.assert_array_equal(d_vals.get(), vals)
+    # the Sorter still works afterwards
+    _check_sort(queue, sorter, keys)
+
+
+def test_failing_sorter_allocator(ctx, queue, rng):
+    """The same through Sorter(allocator=...), for both algorithms the planner uses here."""
+    for n in _sizes(ctx, np.int64):
+        failing = _Failing(queue, "cl")
+        sorter = clradix.Sorter(ctx, allocator=failing)
+        keys = DISTRIBUTIONS["uniform"](rng, np.int64, n)
+        d_keys = cl_array.to_device(queue, keys)
+        queue.finish()
+        with pytest.raises(MemoryError, match=r"allocating \d+ bytes of index output"):
+            sorter.argsort(queue, d_keys)
+        np.testing.assert_array_equal(d_keys.get(), keys)
+        if sorter.temp_bytes(n, np.int64):
+            with pytest.raises(MemoryError, match=f"allocating {n * 8} bytes of temporary memory"):
+                sorter.sort(queue, d_keys)
+        else:  # one tile in local memory: sort needs no temporary
+            sorter.sort(queue, d_keys).wait()
+            keys = np.sort(keys)
+        np.testing.assert_array_equal(d_keys.get(), keys)
