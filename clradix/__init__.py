@@ -7,6 +7,7 @@
 
     sorted_copy = clradix.sort(array)           # numpy-like, on pyopencl arrays
     order = clradix.argsort(array)
+    values, indices = clradix.topk(array, k)  # k largest (of each row of a 2-D array)
 """
 
 __version__ = "0.1.0"
@@ -15,9 +16,11 @@ from .keys import KEY_DTYPES, KeyCodec, key_codec  # noqa: E402
 from .policy import PolicyError, SortPolicy  # noqa: E402
 from .render import KernelBuildError, TemplateRenderError  # noqa: E402
 from .sorter import Sorter  # noqa: E402
-from .api import argsort, sort, sorter_for  # noqa: E402
+from .selector import Selector  # noqa: E402
+from .api import argsort, selector_for, sort, sorter_for, topk  # noqa: E402
 
 __all__ = [
-    "Sorter", "sort", "argsort", "sorter_for", "SortPolicy", "PolicyError", "KernelBuildError",
-    "TemplateRenderError", "KEY_DTYPES", "KeyCodec", "key_codec", "__version__",
+    "Sorter", "Selector", "sort", "argsort", "topk", "sorter_for", "selector_for", "SortPolicy",
+    "PolicyError", "KernelBuildError", "TemplateRenderError", "KEY_DTYPES", "KeyCodec", "key_codec",
+    "__version__",
 ]

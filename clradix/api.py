@@ -45,3 +45,38 @@ def argsort(array, descending=False, *, queue=None):
     queue = queue or array.queue
     idx, _ = sorter_for(array.context).argsort(queue, array, descending=descending)
     return idx
+
+
+_selectors = weakref.WeakKeyDictionary()
+
+
+def selector_for(context):
+    """The shared default Selector of ``context``."""
+    from .selector import Selector
+    sorter = sorter_for(context)
+    with _sorters_lock:
+        s = _selectors.get(context)
+        if s is None:
+            s = _selectors[context] = Selector(context, sorter=sorter)
+        return s
+
+
+def topk(array, k, *, largest=True, sorted=True, axis=-1, queue=None):
+    """``(values, indices)``: the k largest (or smallest) entries of a 1-D pyopencl Array, or of
+    each row of a 2-D one, and their positions along the last axis.
+
+    Ties go to the smaller position; NaN counts as the largest value. ``sorted=True`` orders the
+    results (largest first for ``largest=True``, ties by position). Indices are uint32 (uint64
+    for rows of 2**32 entries or more).
+    """
+    if not isinstance(array, cl_array.Array):
+        raise TypeError(f"expected a pyopencl.array.Array, got {type(array).__name__}")
+    if array.ndim not in (1, 2):
+        raise ValueError(f"expected a 1-D or 2-D array, got shape {array.shape}")
+    if axis not in (-1, array.ndim - 1):
+        raise ValueError(f"axis={axis}: top-k runs along the last axis of a C-contiguous array; "
+                         f"for another axis pass a transposed contiguous copy")
+    queue = queue or array.queue
+    values, indices, _ = selector_for(array.context).topk(queue, array, k, largest=largest,
+                                                           sorted=sorted)
+    return values, indices

@@ -1,0 +1,361 @@
+## Top-k by most-significant-digit radix select (seed 000), for `rows` rows of `row_len` keys.
+##
+## The selection key of an element is the pair (sel, pos): sel is the order key (common.mako),
+## inverted for the largest k, and pos its position in the row. The k smallest pairs are selected;
+## as pairs are distinct, the k-th one is unique, ties go to the smaller position and NaN, whose
+## order key is the largest, counts as the largest value. Digits of DIGIT_BITS are taken from sel
+## (KEY_DIGITS of them) and then from pos (pos_bits / DIGIT_BITS, the host's choice from row_len),
+## most significant first.
+##
+##   topk_init  - per row: state, output and candidate counters, both histograms zeroed
+##   topk_pass  - pass p: reads the row (or the candidates of pass p-1), classifies every element
+##                that matched digits 0..p-2 by its digit p-1 against the pivot digit: below goes to
+##                the output, equal stays a candidate (written out when it fits, histogrammed by
+##                digit p), above is dropped. Pass 0 only histograms digit 0.
+##   topk_find  - per row: the bucket of digit p that holds the remaining k-th pair; once that
+##                bucket is exactly what is still needed, the next pass takes it whole and the row
+##                is finished.
+##   topk_sort_rows - per row, in local memory: bitonic sort of the k selected pairs (sorted=True)
+##   topk_row_of / topk_gather - the pieces of the global-sort route for larger k
+##
+## Each pass reads its input once; for random data pass 0 and pass 1 read the row and later passes
+## read only candidates, so the input is read about twice. A pivot bucket larger than the candidate
+## buffer (clustered data) is not written; the next pass re-reads the row instead.
+##
+## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions and
+## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
+## for the global-sort route), idx_t (the caller's index type), wg, ipt, sort_size (power of two, the largest k that
+## topk_sort_rows sorts; 0 when it is not built).
+<%namespace name="common" file="common.mako"/>
+<%
+    DIGIT_BITS = 8
+    RADIX = 1 << DIGIT_BITS
+    assert key_bits % DIGIT_BITS == 0
+    KEY_DIGITS = key_bits // DIGIT_BITS
+    TILE = wg * ipt
+    assert TILE < 65536, "per-tile counts are packed in 16 bits"
+    ksfx = "UL" if key_bits == 64 else "U"
+    isfx = "UL" if index_t == "ulong" else "U"
+%>
+% if index_t == "ulong" or key_bits == 64:
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+% endif
+#define KEY_T ${key_t}
+#define INDEX_T ${index_t}
+#define OUT_INDEX_T ${out_index_t}
+#define IDX_T ${idx_t}
+#define WG ${wg}
+#define IPT ${ipt}
+#define TILE ${TILE}
+#define RADIX ${RADIX}
+#define DIGIT_BITS ${DIGIT_BITS}
+#define KEY_BITS ${key_bits}
+#define KEY_DIGITS ${KEY_DIGITS}
+
+## row state flags
+#define F_LAST 1u        /* the next pass takes the pivot bucket whole; then the row is done */
+#define F_DONE 2u
+#define F_SRC_CANDS 4u   /* the next pass reads the candidates written by the pass before it */
+#define F_WRITE 8u       /* the next pass writes its candidates */
+
+${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+${common.wg_scan_fn("wg_scan_index", index_t, RADIX)}
+${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
+
+typedef struct {
+    KEY_T pkey;        /* resolved digits of sel */
+    INDEX_T ppos;      /* resolved digits of pos */
+    INDEX_T need;      /* pairs still to select from the pivot bucket */
+    INDEX_T count;     /* pairs in the pivot bucket */
+    INDEX_T src_count; /* candidates the next pass reads */
+    uint digits;       /* digits resolved */
+    uint bucket;       /* the last pivot digit */
+    uint flags;
+} row_state;
+
+## a counter in global memory; 64-bit ones need cl_khr_int64_base_atomics
+% if index_t == "ulong":
+#define COUNTER_ADD(p, v) atom_add((volatile __global ulong*)(p), (ulong)(v))
+% else:
+#define COUNTER_ADD(p, v) atomic_add((volatile __global uint*)(p), (uint)(v))
+% endif
+
+inline uint digit_at(KEY_T sel, INDEX_T pos, uint j, uint pos_bits)
+{
+    if (j < KEY_DIGITS)
+        return (uint)(sel >> (KEY_BITS - DIGIT_BITS * (j + 1))) & (RADIX - 1);
+    return (uint)(pos >> (pos_bits - DIGIT_BITS * (j - KEY_DIGITS + 1))) & (RADIX - 1);
+}
+
+## the bits of sel and pos covered by the first r digits
+inline KEY_T key_mask(uint r)
+{
+    if (r == 0)
+        return (KEY_T)0;
+    if (r >= KEY_DIGITS)
+        return (KEY_T)~(KEY_T)0;
+    return (KEY_T)(~(KEY_T)0 << (KEY_BITS - DIGIT_BITS * r));
+}
+
+inline INDEX_T pos_mask(uint r, uint pos_bits)
+{
+    if (r <= KEY_DIGITS)
+        return (INDEX_T)0;
+    const uint shift = pos_bits - DIGIT_BITS * (r - KEY_DIGITS);
+    return shift >= ${64 if index_t == "ulong" else 32} ? (INDEX_T)0 : (INDEX_T)(~(INDEX_T)0 << shift);
+}
+
+__kernel void topk_init(__global row_state* state, __global INDEX_T* out_count,
+                        __global INDEX_T* cand_count, __global INDEX_T* hist0,
+                        __global INDEX_T* hist1, uint rows, INDEX_T k, INDEX_T row_len)
+{
+    const uint row = get_group_id(0);
+    const uint lid = get_local_id(0);
+    hist0[(size_t)row * RADIX + lid] = 0;
+    hist1[(size_t)row * RADIX + lid] = 0;
+    if (lid == 0) {
+        row_state s;
+        s.pkey = 0;
+        s.ppos = 0;
+        s.need = k;
+        s.count = row_len;
+        s.src_count = 0;
+        s.digits = 0;
+        s.bucket = 0;
+        s.flags = 0;
+        state[row] = s;
+        out_count[row] = 0;
+        cand_count[row] = 0;
+        cand_count[rows + row] = 0;
+    }
+}
+
+## Pass p over the rows: group g of a row handles tiles g, g + groups_per_row, ...
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
+               INDEX_T cap, uint p, uint pos_bits, uint groups_per_row, uint rows, KEY_T flip,
+               OUT_INDEX_T idx_row_mul,
+               const __global row_state* restrict state, __global INDEX_T* hist_out,
+               const __global KEY_T* restrict cin_key, const __global INDEX_T* restrict cin_pos,
+               __global KEY_T* restrict cout_key, __global INDEX_T* restrict cout_pos,
+               __global INDEX_T* cand_count,
+               __global KEY_T* restrict out_key, ulong out_key_off,
+               __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off,
+               __global INDEX_T* out_count)
+{
+    const uint row = get_group_id(0) / groups_per_row;
+    const uint g = get_group_id(0) % groups_per_row;
+    const uint lid = get_local_id(0);
+    const row_state st = state[row];
+    if (st.flags & F_DONE)
+        return;
+    const bool last = (st.flags & F_LAST) != 0;
+    const bool from_cands = (st.flags & F_SRC_CANDS) != 0;
+    const bool write = (st.flags & F_WRITE) != 0;
+    const INDEX_T n_src = from_cands ? st.src_count : row_len;
+    const KEY_T kmask = key_mask(p == 0 ? 0 : p - 1);
+    const INDEX_T pmask = pos_mask(p == 0 ? 0 : p - 1, pos_bits);
+    __global INDEX_T* cout_count = cand_count + (size_t)(p & 1) * rows + row;
+    const uint bucket = st.bucket;
+
+    __local uint lhist[RADIX];
+    __local uint scratch[WG];
+    __local uint l_any;
+    __local INDEX_T l_sel_base, l_cand_base;
+    for (uint d = lid; d < RADIX; d += WG)
+        lhist[d] = 0;
+    if (lid == 0)
+        l_any = 0;
+
+    const __global KEY_T* src_key = from_cands ? cin_key + (size_t)row * cap
+                                               : keys + keys_off + (size_t)row * row_len;
+    const __global INDEX_T* src_pos = cin_pos + (size_t)row * cap;
+
+    for (INDEX_T base = (INDEX_T)g * TILE; base < n_src; base += (INDEX_T)groups_per_row * TILE) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        KEY_T x[IPT];
+        INDEX_T pos[IPT];
+        uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
+        uint n_take = 0, n_cand = 0;
+        for (uint i = 0; i < IPT; ++i) {
+            const INDEX_T e = base + i * WG + lid;
+            const bool valid = e < n_src;
+            const KEY_T xi = valid ? src_key[e] : (KEY_T)0;
+            const INDEX_T pi = valid ? (from_cands ? src_pos[e] : e) : (INDEX_T)0;
+            const KEY_T sel = order_key(xi, flip);
+            /* elements that left the pivot's bucket at an earlier digit were decided then */
+            const bool match = valid && (from_cands || (((sel ^ st.pkey) & kmask) == 0
+                                                        && ((pi ^ st.ppos) & pmask) == 0));
+            const uint d = p > 0 ? digit_at(sel, pi, p - 1, pos_bits) : bucket;
+            const bool take = match && (d < bucket || (d == bucket && last));
+            const bool cand = match && d == bucket && !last;   /* still in the pivot's bucket */
+            if (cand)
+                atomic_inc(&lhist[digit_at(sel, pi, p, pos_bits)]);
+            x[i] = xi;
+            pos[i] = pi;
+            cls[i] = take ? 1u : (cand && write ? 2u : 0u);
+            n_take += take ? 1u : 0u;
+            n_cand += cand && write ? 1u : 0u;
+        }
+        if (n_take | n_cand)
+            atomic_or(&l_any, 1u);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l_any) {
+            /* output slots in tile order: a work-group scan of (taken, candidates) */
+            uint total;
+            const uint before = wg_scan_uint(n_take | (n_cand << 16), scratch, lid, &total);
+            if (lid == 0) {
+                l_sel_base = (total & 0xffffu) ? COUNTER_ADD(out_count + row, total & 0xffffu) : 0;
+                l_cand_base = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
+                l_any = 0;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            INDEX_T o = l_sel_base + (before & 0xffffu);
+            INDEX_T c = l_cand_base + (before >> 16);
+            for (uint i = 0; i < IPT; ++i) {
+                if (cls[i] == 1u) {
+                    if (o < k) {
+                        out_key[out_key_off + (size_t)row * k + o] = x[i];
+                        out_idx[out_idx_off + (size_t)row * k + o] =
+                            (OUT_INDEX_T)row * idx_row_mul + (OUT_INDEX_T)pos[i];
+                    }
+                    ++o;
+                } else if (cls[i] == 2u) {
+                    if (c < cap) {
+                        cout_key[(size_t)row * cap + c] = x[i];
+                        cout_pos[(size_t)row * cap + c] = pos[i];
+                    }
+                    ++c;
+                }
+            }
+        }
+    }
+    if (!last) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint d = lid; d < RADIX; d += WG)
+            if (lhist[d])
+                COUNTER_ADD(hist_out + (size_t)row * RADIX + d, lhist[d]);
+    }
+}
+
+## After pass p: the bucket of digit p that holds the remaining k-th pair. One group of RADIX
+## work-items per row. Zeroes the histogram it read (pass p + 2 uses it again) and the candidate
+## counter that pass p + 1 writes.
+__kernel __attribute__((reqd_work_group_size(${RADIX}, 1, 1)))
+void topk_find(uint p, uint pos_bits, uint rows, INDEX_T cap, __global row_state* state,
+               __global INDEX_T* hist, __global INDEX_T* cand_count)
+{
+    const uint row = get_group_id(0);
+    const uint lid = get_local_id(0);
+    __local INDEX_T scratch[RADIX];
+    const row_state st = state[row];
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (st.flags & F_DONE)
+        return;
+    if (st.flags & F_LAST) {
+        if (lid == 0)
+            state[row].flags = F_DONE;
+        return;
+    }
+    const INDEX_T h = hist[(size_t)row * RADIX + lid];
+    INDEX_T total;
+    const INDEX_T below = wg_scan_index(h, scratch, lid, &total);
+    hist[(size_t)row * RADIX + lid] = 0;
+    if (lid == 0)
+        cand_count[(size_t)((p + 1) & 1) * rows + row] = 0;
+    if (below < st.need && st.need <= below + h) {
+        row_state s = st;
+        s.need = st.need - below;
+        s.count = h;
+        s.bucket = lid;
+        s.digits = p + 1;
+        if (p < KEY_DIGITS)
+            s.pkey |= (KEY_T)((KEY_T)lid << (KEY_BITS - DIGIT_BITS * (p + 1)));
+        else
+            s.ppos |= (INDEX_T)((INDEX_T)lid << (pos_bits - DIGIT_BITS * (p - KEY_DIGITS + 1)));
+        const bool whole = h == s.need;
+        s.src_count = st.count;
+        s.flags = (whole ? F_LAST : 0u) | ((st.flags & F_WRITE) ? F_SRC_CANDS : 0u)
+                  | (!whole && h <= cap ? F_WRITE : 0u);
+        state[row] = s;
+    }
+}
+
+% if sort_size:
+<% S = sort_size %>
+## sorted=True for k <= ${S}: one group per row sorts its k selected pairs by (sel, pos) in local
+## memory (bitonic), and writes keys and row positions.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_INDEX_T* restrict sel_idx,
+                    INDEX_T k, KEY_T flip,
+                    __global KEY_T* restrict out_key, ulong out_key_off,
+                    __global IDX_T* restrict out_idx, ulong out_idx_off)
+{
+    const uint row = get_group_id(0);
+    const uint lid = get_local_id(0);
+    __local KEY_T lsel[${S}];
+    __local KEY_T lkey[${S}];
+    __local OUT_INDEX_T lpos[${S}];
+    uint size = 1;
+    while (size < (uint)k)
+        size <<= 1;
+    for (uint i = lid; i < size; i += WG) {
+        if (i < (uint)k) {
+            const KEY_T x = sel_key[(size_t)row * k + i];
+            lkey[i] = x;
+            lsel[i] = order_key(x, flip);
+            lpos[i] = sel_idx[(size_t)row * k + i];
+        } else {
+            lsel[i] = (KEY_T)~(KEY_T)0;   /* padding sorts behind every pair */
+            lpos[i] = (OUT_INDEX_T)~(OUT_INDEX_T)0;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint len = 2; len <= size; len <<= 1) {
+        for (uint stride = len >> 1; stride > 0; stride >>= 1) {
+            for (uint t = lid; t < size / 2; t += WG) {
+                const uint a = 2 * t - (t & (stride - 1));
+                const uint b = a + stride;
+                const bool up = (a & len) == 0;
+                const KEY_T sa = lsel[a], sb = lsel[b];
+                const OUT_INDEX_T pa = lpos[a], pb = lpos[b];
+                const bool a_gt_b = sa > sb || (sa == sb && pa > pb);
+                if (a_gt_b == up) {
+                    lsel[a] = sb; lsel[b] = sa;
+                    lpos[a] = pb; lpos[b] = pa;
+                    const KEY_T ka = lkey[a];
+                    lkey[a] = lkey[b]; lkey[b] = ka;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+    for (uint i = lid; i < (uint)k; i += WG) {
+        out_key[out_key_off + (size_t)row * k + i] = lkey[i];
+        out_idx[out_idx_off + (size_t)row * k + i] = (IDX_T)lpos[i];
+    }
+}
+% endif
+
+## The global-sort route (sorted=True, k above the local sort): the row of each selected element
+## from its index in the whole batch, then the keys and row positions gathered by that index.
+__kernel void topk_row_of(const __global OUT_INDEX_T* restrict gidx, __global uint* restrict row_of,
+                          ulong m, OUT_INDEX_T row_len)
+{
+    const size_t i = get_global_id(0);
+    if (i < m)
+        row_of[i] = (uint)(gidx[i] / row_len);
+}
+
+__kernel void topk_gather(const __global KEY_T* restrict keys, ulong keys_off,
+                          const __global OUT_INDEX_T* restrict gidx, ulong m, OUT_INDEX_T row_len,
+                          __global KEY_T* restrict out_key, ulong out_key_off,
+                          __global IDX_T* restrict out_idx, ulong out_idx_off)
+{
+    const size_t i = get_global_id(0);
+    if (i < m) {
+        const OUT_INDEX_T g = gidx[i];
+        out_key[out_key_off + i] = keys[keys_off + g];
+        out_idx[out_idx_off + i] = (IDX_T)(g % row_len);
+    }
+}

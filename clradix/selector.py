@@ -1,0 +1,360 @@
+"""Host orchestration of top-k: Selector.topk (MSD radix select, cl_templates/topk.cl.mako).
+
+The k largest (or smallest) keys of each row and their positions, in one chain of enqueued
+kernels for all rows: no read-back, no loop over rows. Ties go to the smaller position and NaN
+counts as the largest value, so the result is the same on every run and device.
+
+Temporary memory, per call (``Selector.temp_bytes``): two candidate buffers of ``cap`` keys and
+positions per row, cap = min(row_len, max(row_len // 32, 1024)) (about 1/8 of the input for 32-bit
+keys, 16 bytes x 2048 per row for short rows), 512 counters and a few words of state per row, and
+for sorted results k keys and indices per row (plus the sorts' own temporaries when k exceeds the
+local-memory sort).
+"""
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .device import DeviceProfile
+from .keys import key_codec
+from .operands import _buffer_size, check_context
+from .render import ProgramCache
+from .sorter import Sorter, _events
+
+DIGIT_BITS = 8
+RADIX = 1 << DIGIT_BITS
+STATE_BYTES = 64  # sizeof(row_state) is at most 56
+
+# Positions and counts are 32-bit below this row length, 64-bit from it on (a module constant so
+# that tests can force the 64-bit kernels at small sizes).
+INDEX32_LIMIT = 2 ** 31
+
+
+class Selector:
+    """Top-k of OpenCL buffers and pyopencl arrays on one context.
+
+    ``wg_size`` and ``items_per_thread`` set the selection kernels' tile; ``sort_size`` the largest k
+    sorted in local memory (a power of two; larger k use the radix sort). ``allocator`` provides
+    temporaries (as for :class:`~clradix.Sorter`).
+    """
+
+    def __init__(self, context, *, wg_size=256, items_per_thread=None, sort_size=None,
+                 allocator=None, sorter=None):
+        if not isinstance(context, cl.Context):
+            raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
+        if wg_size < RADIX or wg_size & (wg_size - 1):
+            raise ValueError(f"wg_size must be a power of two >= {RADIX}, got {wg_size}")
+        if sort_size is not None and (sort_size < 1 or sort_size & (sort_size - 1)):
+            raise ValueError(f"sort_size must be a power of two, got {sort_size}")
+        self.context = context
+        self.wg_size = wg_size
+        self.items_per_thread = items_per_thread
+        self.sort_size = sort_size
+        self.allocator = allocator
+        self._sorter = sorter
+        self._programs = ProgramCache(context)
+        self._kernels = {}
+        self._profiles = {}
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ public API
+
+    def topk(self, queue, keys, k, *, dtype=None, rows=None, largest=True, sorted=True,
+             values_out=None, indices_out=None, wait_for=None, allocator=None):
+        """The ``k`` largest (``largest=False``: smallest) keys of each row and their positions.
+
+        ``keys``: a contiguous pyopencl Array, 1-D (one row) or 2-D (a row each), or a Buffer of
+        ``rows`` (default 1) equal rows of ``dtype`` keys (default uint32). Returns ``(values,
+        indices, event)``: Arrays of shape (k,) or (rows, k) (or ``values_out`` / ``indices_out``,
+        Arrays of that size), indices uint32 (uint64 for rows of 2**32 keys or more).
+        ``sorted=True`` orders each row's results (largest first for ``largest=True``, ties by
+        position); ``sorted=False`` leaves them in an unspecified order (the same set).
+        """
+        self._check_queue(queue)
+        src, n_rows, row_len, shape = self._keys(keys, dtype, rows)
+        codec = key_codec(src.dtype)
+        k = _check_k(k, row_len)
+        idx_dtype = np.dtype(np.uint32 if row_len < 2 ** 32 else np.uint64)
+        out_shape = shape[:-1] + (k,)
+        alloc = self._allocator(queue, allocator)
+        values = self._out(queue, values_out, "values_out", codec.dtype, out_shape, allocator)
+        indices = self._out(queue, indices_out, "indices_out", idx_dtype, out_shape, allocator)
+        wait = _events(wait_for) + list(src.events) + list(values.events) + list(indices.events)
+        m = n_rows * k
+        if m == 0:
+            evt = cl.enqueue_marker(queue, wait_for=wait or None)
+        else:
+            with self._lock:
+                evt = self._enqueue(queue, src, codec, n_rows, row_len, k, largest, sorted,
+                                    values, indices, idx_dtype, alloc, wait)
+        for a in (values, indices):
+            a.add_event(evt)
+        return values, indices, evt
+
+    def temp_bytes(self, rows, row_len, k, dtype=np.uint32, *, sorted=True, device=None):
+        """Bytes of temporary memory ``topk`` allocates for ``rows`` rows of ``row_len`` keys."""
+        codec = key_codec(dtype)
+        if rows * k == 0:
+            return 0
+        device = device or self.context.devices[0]
+        plan = self._plan(device, codec, rows, row_len, k, sorted)
+        kb, ib = codec.itemsize, plan["index_bytes"]
+        total = rows * (STATE_BYTES + 3 * ib + 2 * RADIX * ib) + 2 * rows * plan["cap"] * (kb + ib)
+        if plan["route"] != "direct":
+            total += rows * k * (kb + np.dtype(plan["out_index_np"]).itemsize)
+        if plan["route"] == "global":
+            sorter = self._get_sorter()
+            m = rows * k
+            gd = plan["out_index_np"]
+            total += sorter.temp_bytes(m, gd, codec.dtype, device=device)
+            total += sorter.temp_bytes(m, codec.dtype, gd, device=device)
+            if rows > 1:
+                total += m * 4 + sorter.temp_bytes(m, np.uint32, gd, device=device)
+        return int(total)
+
+    # ------------------------------------------------------------------ planning
+
+    def _profile(self, device):
+        prof = self._profiles.get(device.int_ptr)
+        if prof is None:
+            prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
+        return prof
+
+    def _plan(self, device, codec, rows, row_len, k, sorted):
+        prof = self._profile(device)
+        index_name, index_np = ("uint", np.uint32) if row_len < INDEX32_LIMIT else \
+            ("ulong", np.uint64)
+        idx_np = np.uint32 if row_len < 2 ** 32 else np.uint64
+        ipt = self.items_per_thread or (16 if prof.is_gpu else 8)
+        wg = self.wg_size
+        sort_size = self.sort_size or _local_sort_size(prof, codec.itemsize, wg)
+        if not sorted or k == 1:
+            route, out_np = "direct", idx_np
+        elif k <= sort_size:
+            route, out_np = "local", idx_np
+        else:
+            route = "global"
+            out_np = np.uint32 if rows * row_len < 2 ** 32 else np.uint64
+        pos_bits = DIGIT_BITS * -(-max(row_len - 1, 0).bit_length() // DIGIT_BITS)
+        tile = wg * ipt
+        target = prof.compute_units * (8 if prof.is_gpu else 2)
+        groups = max(1, min(-(-target // rows), -(-row_len // tile)))
+        cap = min(row_len, max(row_len // 32, 1024))
+        return dict(index_name=index_name, index_np=index_np, index_bytes=np.dtype(index_np).itemsize,
+                    idx_np=idx_np, out_index_np=out_np, route=route, wg=wg, ipt=ipt,
+                    sort_size=sort_size if route == "local" else 0, pos_bits=pos_bits,
+                    digits=codec.bits // DIGIT_BITS + pos_bits // DIGIT_BITS,
+                    groups=groups, cap=cap, profile=prof)
+
+    def _program(self, device, codec, plan):
+        cl_name = {np.uint32: "uint", np.uint64: "ulong"}
+        key = (device.int_ptr, codec.dtype, plan["index_name"], plan["out_index_np"], plan["idx_np"],
+               plan["wg"], plan["ipt"], plan["sort_size"])
+        knl = self._kernels.get(key)
+        if knl is None:
+            params = dict(codec.template_args(), index_t=plan["index_name"],
+                          out_index_t=cl_name[plan["out_index_np"]], idx_t=cl_name[plan["idx_np"]],
+                          wg=plan["wg"], ipt=plan["ipt"], sort_size=plan["sort_size"])
+            prg = self._programs.get("topk.cl.mako", params)
+            knl = _Kernels(prg, device, plan, codec)
+            self._kernels[key] = knl
+        return knl
+
+    # ------------------------------------------------------------------ enqueue
+
+    def _enqueue(self, queue, src, codec, rows, row_len, k, largest, sorted, values, indices,
+                 idx_dtype, alloc, wait):
+        dev = queue.device
+        plan = self._plan(dev, codec, rows, row_len, k, sorted)
+        kn = self._program(dev, codec, plan)
+        ib = plan["index_bytes"]
+        kb = codec.itemsize
+        idx_t = plan["index_np"]
+        cap = plan["cap"]
+        state = alloc(rows * STATE_BYTES)
+        out_count = alloc(rows * ib)
+        cand_count = alloc(2 * rows * ib)
+        hists = [alloc(rows * RADIX * ib) for _ in range(2)]
+        cand_key = [alloc(rows * cap * kb) for _ in range(2)]
+        cand_pos = [alloc(rows * cap * ib) for _ in range(2)]
+        route = plan["route"]
+        m = rows * k
+        if route == "direct":
+            sel_key, sel_key_off = values.base_data, values.offset // kb
+            sel_idx, sel_idx_off = indices.base_data, indices.offset // idx_dtype.itemsize
+            row_mul = 0
+        else:
+            out_np = np.dtype(plan["out_index_np"])
+            sel_key, sel_key_off = alloc(m * kb), 0
+            sel_idx, sel_idx_off = alloc(m * out_np.itemsize), 0
+            row_mul = row_len if route == "global" else 0
+        flip = codec.unsigned_dtype.type(((1 << codec.bits) - 1) if largest else 0)
+        wg = plan["wg"]
+        evt = kn.init(queue, (rows * RADIX,), (RADIX,), state, out_count, cand_count, hists[0],
+                      hists[1], np.uint32(rows), idx_t(k), idx_t(row_len), wait_for=wait or None)
+        gsize = (rows * plan["groups"] * wg,)
+        digits = plan["digits"]
+        for p in range(digits + 1):
+            cin = (p + 1) % 2
+            evt = kn.pass_(queue, gsize, (wg,), src.buffer, src.offset, row_len, k, cap, p,
+                           plan["pos_bits"], plan["groups"], rows, flip, row_mul, state,
+                           hists[p % 2], cand_key[cin], cand_pos[cin], cand_key[p % 2],
+                           cand_pos[p % 2], cand_count, sel_key, sel_key_off, sel_idx,
+                           sel_idx_off, out_count, wait_for=[evt])
+            if p < digits:
+                evt = kn.find(queue, (rows * RADIX,), (RADIX,), p, plan["pos_bits"], rows, cap, state,
+                              hists[p % 2], cand_count, wait_for=[evt])
+        if route == "local":
+            evt = kn.sort_rows(queue, (rows * wg,), (wg,), sel_key, sel_idx, idx_t(k), flip,
+                               values.base_data, values.offset // kb, indices.base_data,
+                               indices.offset // idx_dtype.itemsize, wait_for=[evt])
+        elif route == "global":
+            evt = self._global_sort(queue, kn, src, codec, rows, row_len, k, largest, sel_key,
+                                    sel_idx, values, indices, idx_dtype, alloc, evt)
+        return evt
+
+    def _global_sort(self, queue, kn, src, codec, rows, row_len, k, largest, sel_key, gidx,
+                     values, indices, idx_dtype, alloc, evt):
+        """Sorted results for large k: stable sorts by batch index, then key, then row."""
+        sorter = self._get_sorter()
+        m = rows * k
+        gd = np.dtype(kn.out_index_np)
+        g_bits = max(rows * row_len - 1, 1).bit_length()
+        evt = sorter.sort(queue, gidx, dtype=gd, n=m, values=sel_key, value_dtype=codec.dtype,
+                          end_bit=g_bits, wait_for=[evt], allocator=alloc)
+        evt = sorter.sort(queue, sel_key, dtype=codec.dtype, n=m, values=gidx, value_dtype=gd,
+                          descending=largest, wait_for=[evt], allocator=alloc)
+        if rows > 1:
+            row_of = alloc(m * 4)
+            evt = kn.row_of(queue, (_round_up(m, 256),), None, gidx, row_of, np.uint64(m),
+                            gd.type(row_len), wait_for=[evt])
+            evt = sorter.sort(queue, row_of, dtype=np.uint32, n=m, values=gidx, value_dtype=gd,
+                              end_bit=max(rows - 1, 1).bit_length(), wait_for=[evt],
+                              allocator=alloc)
+        return kn.gather(queue, (_round_up(m, 256),), None, src.buffer, src.offset, gidx,
+                         np.uint64(m), gd.type(row_len), values.base_data,
+                         values.offset // codec.itemsize, indices.base_data,
+                         indices.offset // idx_dtype.itemsize, wait_for=[evt])
+
+    # ------------------------------------------------------------------ operands
+
+    def _check_queue(self, queue):
+        if not isinstance(queue, cl.CommandQueue):
+            raise TypeError(f"expected a pyopencl.CommandQueue, got {type(queue).__name__}")
+        check_context(self.context, queue.context, "queue")
+
+    def _keys(self, keys, dtype, rows):
+        """(operand, rows, row length, result shape without k) of the keys."""
+        if isinstance(keys, cl_array.Array):
+            if dtype is not None and np.dtype(dtype) != keys.dtype:
+                raise TypeError(f"keys: dtype={np.dtype(dtype)} given, but the array holds "
+                                f"{keys.dtype}")
+            if keys.ndim not in (1, 2):
+                raise ValueError(f"keys: expected a 1-D or 2-D array, got shape {keys.shape}")
+            if not (keys.flags.c_contiguous or keys.size <= 1):
+                raise ValueError(f"keys: array is not C-contiguous (shape {keys.shape}, strides "
+                                 f"{keys.strides})")
+            if rows is not None and rows != (keys.shape[0] if keys.ndim == 2 else 1):
+                raise ValueError(f"keys: rows={rows} disagrees with the array's shape {keys.shape}")
+            key_codec(keys.dtype)
+            check_context(self.context, keys.context, "keys")
+            if keys.offset % keys.dtype.itemsize:
+                raise ValueError(f"keys: array offset {keys.offset} bytes is not a multiple of the "
+                                 f"itemsize {keys.dtype.itemsize}")
+            if keys.base_data is not None:
+                _buffer_size(keys.base_data, "keys")
+            n_rows, row_len = (keys.shape if keys.ndim == 2 else (1, keys.shape[0]))
+            return (_Src(keys.base_data, keys.offset // keys.dtype.itemsize, keys.dtype,
+                         list(keys.events)), int(n_rows), int(row_len), tuple(keys.shape))
+        if isinstance(keys, cl.MemoryObjectHolder):
+            d = key_codec(dtype if dtype is not None else np.uint32).dtype
+            check_context(self.context, keys.context, "keys")
+            n = _buffer_size(keys, "keys") // d.itemsize
+            rows = 1 if rows is None else rows
+            if not isinstance(rows, (int, np.integer)) or isinstance(rows, bool) or rows < 1:
+                raise ValueError(f"rows must be a positive integer, got {rows!r}")
+            if n % rows:
+                raise ValueError(f"keys: a buffer of {n} {d} keys does not split into {rows} equal "
+                                 f"rows")
+            shape = (n,) if rows == 1 else (int(rows), n // rows)
+            return _Src(keys, 0, d, []), int(rows), n // rows, shape
+        raise TypeError(f"keys: expected a pyopencl Buffer or pyopencl.array.Array, "
+                        f"got {type(keys).__name__}")
+
+    def _out(self, queue, out, what, dtype, shape, allocator):
+        if out is None:
+            return cl_array.empty(queue, shape, dtype, allocator=allocator or self.allocator)
+        if not isinstance(out, cl_array.Array):
+            raise TypeError(f"{what}: expected a pyopencl.array.Array, got {type(out).__name__}")
+        if out.dtype != dtype:
+            raise TypeError(f"{what}: expected dtype {dtype}, got {out.dtype}")
+        if out.size != int(np.prod(shape)) or not (out.flags.c_contiguous or out.size <= 1):
+            raise ValueError(f"{what}: expected a contiguous array of shape {shape}, got shape "
+                             f"{out.shape}")
+        check_context(self.context, out.context, what)
+        return out
+
+    def _allocator(self, queue, allocator):
+        return self._get_sorter()._allocator(queue, allocator or self.allocator)
+
+    def _get_sorter(self):
+        with self._lock:
+            if self._sorter is None:
+                self._sorter = Sorter(self.context, allocator=self.allocator)
+            return self._sorter
+
+
+class _Src:
+    def __init__(self, buffer, offset, dtype, events):
+        self.buffer, self.offset, self.dtype, self.events = buffer, offset, dtype, events
+
+
+class _Kernels:
+    def __init__(self, prg, device, plan, codec):
+        uint, ulong = np.uint32, np.uint64
+        idx = plan["index_np"]
+        key_np = codec.unsigned_dtype.type
+        out_np = plan["out_index_np"]
+        self.out_index_np = out_np
+        self.init = cl.Kernel(prg, "topk_init")
+        self.init.set_scalar_arg_dtypes([None, None, None, None, None, uint, idx, idx])
+        self.pass_ = cl.Kernel(prg, "topk_pass")
+        self.pass_.set_scalar_arg_dtypes(
+            [None, ulong, idx, idx, idx, uint, uint, uint, uint, key_np, out_np, None, None,
+             None, None, None, None, None, None, ulong, None, ulong, None])
+        self.find = cl.Kernel(prg, "topk_find")
+        self.find.set_scalar_arg_dtypes([uint, uint, uint, idx, None, None, None])
+        if plan["sort_size"]:
+            self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
+            self.sort_rows.set_scalar_arg_dtypes([None, None, idx, key_np, None, ulong, None, ulong])
+        self.row_of = cl.Kernel(prg, "topk_row_of")
+        self.row_of.set_scalar_arg_dtypes([None, None, ulong, out_np])
+        self.gather = cl.Kernel(prg, "topk_gather")
+        self.gather.set_scalar_arg_dtypes([None, ulong, None, ulong, out_np, None, ulong, None, ulong])
+
+
+def _local_sort_size(profile, key_bytes, wg):
+    """The largest power of two of (key, order key, position) triples that fit the local memory
+    (at most 2048): the largest k sorted in one work-group."""
+    per = 2 * key_bytes + 8
+    budget = min(profile.local_mem_bytes - 1024, 32 * 1024)
+    s = 1
+    while s * 2 * per <= budget and s * 2 <= 2048:
+        s *= 2
+    return s
+
+
+def _check_k(k, row_len):
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        raise TypeError(f"k must be an integer, got {type(k).__name__}")
+    if k < 0:
+        raise ValueError(f"k must be non-negative, got {k}")
+    if k > row_len:
+        raise ValueError(f"k={k} exceeds the row length {row_len}")
+    return int(k)
+
+
+def _round_up(x, m):
+    return -(-x // m) * m
