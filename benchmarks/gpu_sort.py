@@ -23,6 +23,7 @@ import pyopencl.array as cl_array
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import clradix  # noqa: E402
 from clradix.device import DeviceProfile  # noqa: E402
+from clradix.keys import parse_dtype  # noqa: E402
 
 COPY_TBPS = 4.28  # measured device copy bandwidth of the H200 (bytes read + written)
 
@@ -271,7 +272,7 @@ def main():
                       backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                       lookback=pol.lookback, spin_limit=pol.spin_limit,
                       ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=None,
-                      force_fallback=False)
+                      force_fallback=False, status_ptx=True)
         for opts in (["-cl-nv-verbose"], ["-cl-nv-verbose", "-cl-nv-maxrregcount=64"],
                      ["-cl-nv-verbose", "-cl-nv-maxrregcount", "64"]):
             try:
@@ -284,7 +285,7 @@ def main():
 
     try:
         if args.only:
-            dt = np.dtype(args.only)
+            dt = parse_dtype(args.only)
             peers(dt)
             bench("planner", dt, {})
             raise SystemExit(0)

@@ -7,14 +7,14 @@
 ## (KEY_DIGITS of them) and then from pos (pos_bits / DIGIT_BITS, the host's choice from row_len),
 ## most significant first.
 ##
-##   topk_init  - per row: state, output and candidate counters, both histograms zeroed
-##   topk_pass  - pass p: reads the row (or the candidates of pass p-1), classifies every element
-##                that matched digits 0..p-2 by its digit p-1 against the pivot digit: below goes to
-##                the output, equal stays a candidate (written out when it fits, histogrammed by
-##                digit p), above is dropped. Pass 0 only histograms digit 0.
-##   topk_find  - per row: the bucket of digit p that holds the remaining k-th pair; once that
-##                bucket is exactly what is still needed, the next pass takes it whole and the row
-##                is finished.
+##   topk_init  - per row: state, output and candidate counters, the histograms zeroed
+##   topk_pass  - pass p: first the pivot of digit p - 1 from pass p - 1's histogram (the bucket
+##                that holds the remaining k-th pair); then reads the row (or the candidates of
+##                pass p - 1) and classifies every element that matched digits 0..p-2 by its digit
+##                p - 1 against the pivot: below goes to the output, equal stays a candidate
+##                (written out when it fits, histogrammed by digit p), above is dropped. Pass 0
+##                only histograms digit 0. Once the pivot bucket is exactly what is still needed,
+##                the pass takes it whole and the row is done.
 ##   topk_sort_rows - per row, in local memory: bitonic sort of the k selected pairs (sorted=True)
 ##   topk_row_of / topk_gather - the pieces of the global-sort route for larger k
 ##
@@ -25,7 +25,8 @@
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions and
 ## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
 ## for the global-sort route), idx_t (the caller's index type), wg, ipt, sort_size (power of two, the largest k that
-## topk_sort_rows sorts; 0 when it is not built).
+## topk_sort_rows sorts; 0 when it is not built), warp_aggregate (NVIDIA: inline PTX match.any
+## merges a warp's equal digits into one local atomic).
 <%namespace name="common" file="common.mako"/>
 <%
     DIGIT_BITS = 8
@@ -34,6 +35,8 @@
     KEY_DIGITS = key_bits // DIGIT_BITS
     TILE = wg * ipt
     assert TILE < 65536, "per-tile counts are packed in 16 bits"
+    assert wg >= RADIX
+    unroll = "#pragma unroll"
     ksfx = "UL" if key_bits == 64 else "U"
     isfx = "UL" if index_t == "ulong" else "U"
 %>
@@ -48,6 +51,7 @@
 #define IPT ${ipt}
 #define TILE ${TILE}
 #define RADIX ${RADIX}
+#define NSUB ${8 if warp_aggregate else 1}
 #define DIGIT_BITS ${DIGIT_BITS}
 #define KEY_BITS ${key_bits}
 #define KEY_DIGITS ${KEY_DIGITS}
@@ -59,7 +63,7 @@
 #define F_WRITE 8u       /* the next pass writes its candidates */
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
-${common.wg_scan_fn("wg_scan_index", index_t, RADIX)}
+${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 
 typedef struct {
@@ -107,12 +111,14 @@ inline INDEX_T pos_mask(uint r, uint pos_bits)
 
 __kernel void topk_init(__global row_state* state, __global INDEX_T* out_count,
                         __global INDEX_T* cand_count, __global INDEX_T* hist0,
-                        __global INDEX_T* hist1, uint rows, INDEX_T k, INDEX_T row_len)
+                        __global INDEX_T* hist1, __global INDEX_T* hist2, uint rows, INDEX_T k,
+                        INDEX_T row_len)
 {
     const uint row = get_group_id(0);
     const uint lid = get_local_id(0);
     hist0[(size_t)row * RADIX + lid] = 0;
     hist1[(size_t)row * RADIX + lid] = 0;
+    hist2[(size_t)row * RADIX + lid] = 0;
     if (lid == 0) {
         row_state s;
         s.pkey = 0;
@@ -130,12 +136,58 @@ __kernel void topk_init(__global row_state* state, __global INDEX_T* out_count,
     }
 }
 
-## Pass p over the rows: group g of a row handles tiles g, g + groups_per_row, ...
+## The row state for pass p from the state of pass p - 1 and the histogram of its digit p - 1:
+## the bucket that holds the remaining k-th pair. Once that bucket is exactly what is still
+## needed, pass p takes it whole and the row is done. Every group computes it (the histogram is
+## complete when pass p starts); the row's group 0 stores it for pass p + 1.
+inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, uint pos_bits,
+                            INDEX_T cap, __local INDEX_T* scratch, __local row_state* lstate,
+                            uint lid)
+{
+    if (p == 0 || (st.flags & F_DONE))
+        return st;
+    if (st.flags & F_LAST) {
+        st.flags = F_DONE;
+        return st;
+    }
+    const uint d = lid;
+    if (lid == 0)
+        *lstate = st;
+    const INDEX_T h = d < RADIX ? hist[d] : (INDEX_T)0;
+    INDEX_T total;
+    const INDEX_T below = wg_scan_index(h, scratch, lid, &total);
+    if (d < RADIX && below < st.need && st.need <= below + h) {
+        const uint q = p - 1;      /* the digit this histogram counted */
+        row_state s = st;
+        s.need = st.need - below;
+        s.count = h;
+        s.bucket = d;
+        s.digits = p;
+        if (q < KEY_DIGITS)
+            s.pkey |= (KEY_T)((KEY_T)d << (KEY_BITS - DIGIT_BITS * (q + 1)));
+        else
+            s.ppos |= (INDEX_T)((INDEX_T)d << (pos_bits - DIGIT_BITS * (q - KEY_DIGITS + 1)));
+        const bool whole = h == s.need;
+        s.src_count = st.count;
+        s.flags = (whole ? F_LAST : 0u) | ((st.flags & F_WRITE) ? F_SRC_CANDS : 0u)
+                  | (!whole && h <= cap ? F_WRITE : 0u);
+        *lstate = s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *lstate;
+}
+
+## Pass p over the rows: group g of a row handles tiles g, g + groups_per_row, ... Histograms
+## rotate through three buffers (pass p reads hist_prev, adds into hist_cur, and its group 0
+## zeroes hist_next for pass p + 1) and the state through two (state_in from pass p - 1,
+## state_out for pass p + 1), so no pass writes what another group of the same pass reads.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
                INDEX_T cap, uint p, uint pos_bits, uint groups_per_row, uint rows, KEY_T flip,
                OUT_INDEX_T idx_row_mul,
-               const __global row_state* restrict state, __global INDEX_T* hist_out,
+               const __global row_state* state_in, __global row_state* state_out,
+               const __global INDEX_T* hist_prev, __global INDEX_T* hist_cur,
+               __global INDEX_T* hist_next,
                const __global KEY_T* restrict cin_key, const __global INDEX_T* restrict cin_pos,
                __global KEY_T* restrict cout_key, __global INDEX_T* restrict cout_pos,
                __global INDEX_T* cand_count,
@@ -146,23 +198,34 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
     const uint row = get_group_id(0) / groups_per_row;
     const uint g = get_group_id(0) % groups_per_row;
     const uint lid = get_local_id(0);
-    const row_state st = state[row];
+    __local INDEX_T iscratch[WG];
+    __local row_state lstate;
+    const row_state st = next_state(state_in[row], hist_prev + (size_t)row * RADIX, p, pos_bits,
+                                    cap, iscratch, &lstate, lid);
+    if (g == 0) {
+        if (lid == 0) {
+            state_out[row] = st;
+            cand_count[(size_t)((p + 1) & 1) * rows + row] = 0;   /* pass p + 1 writes with it */
+        }
+        for (uint d = lid; d < RADIX; d += WG)
+            hist_next[(size_t)row * RADIX + d] = 0;
+    }
     if (st.flags & F_DONE)
         return;
     const bool last = (st.flags & F_LAST) != 0;
     const bool from_cands = (st.flags & F_SRC_CANDS) != 0;
     const bool write = (st.flags & F_WRITE) != 0;
+    __global INDEX_T* cout_count = cand_count + (size_t)(p & 1) * rows + row;
     const INDEX_T n_src = from_cands ? st.src_count : row_len;
     const KEY_T kmask = key_mask(p == 0 ? 0 : p - 1);
     const INDEX_T pmask = pos_mask(p == 0 ? 0 : p - 1, pos_bits);
-    __global INDEX_T* cout_count = cand_count + (size_t)(p & 1) * rows + row;
     const uint bucket = st.bucket;
 
-    __local uint lhist[RADIX];
+    __local uint lhist[RADIX * NSUB];
     __local uint scratch[WG];
     __local uint l_any;
     __local INDEX_T l_sel_base, l_cand_base;
-    for (uint d = lid; d < RADIX; d += WG)
+    for (uint d = lid; d < RADIX * NSUB; d += WG)
         lhist[d] = 0;
     if (lid == 0)
         l_any = 0;
@@ -177,22 +240,67 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
         INDEX_T pos[IPT];
         uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
         uint n_take = 0, n_cand = 0;
+        /* all loads first, so that a work-item has IPT of them in flight */
+        if (base + TILE <= n_src) {
+            ${unroll}
+            for (uint i = 0; i < IPT; ++i)
+                x[i] = src_key[base + i * WG + lid];
+        } else {
+            ${unroll}
+            for (uint i = 0; i < IPT; ++i) {
+                const INDEX_T e = base + i * WG + lid;
+                x[i] = e < n_src ? src_key[e] : (KEY_T)0;
+            }
+        }
+        if (from_cands) {
+            ${unroll}
+            for (uint i = 0; i < IPT; ++i) {
+                const INDEX_T e = base + i * WG + lid;
+                pos[i] = e < n_src ? src_pos[e] : (INDEX_T)0;
+            }
+        } else {
+            ${unroll}
+            for (uint i = 0; i < IPT; ++i)
+                pos[i] = base + i * WG + lid;
+        }
+        ${unroll}
         for (uint i = 0; i < IPT; ++i) {
-            const INDEX_T e = base + i * WG + lid;
-            const bool valid = e < n_src;
-            const KEY_T xi = valid ? src_key[e] : (KEY_T)0;
-            const INDEX_T pi = valid ? (from_cands ? src_pos[e] : e) : (INDEX_T)0;
-            const KEY_T sel = order_key(xi, flip);
+            const bool valid = base + i * WG + lid < n_src;
+            const KEY_T sel = order_key(x[i], flip);
+            const INDEX_T pi = pos[i];
             /* elements that left the pivot's bucket at an earlier digit were decided then */
             const bool match = valid && (from_cands || (((sel ^ st.pkey) & kmask) == 0
                                                         && ((pi ^ st.ppos) & pmask) == 0));
             const uint d = p > 0 ? digit_at(sel, pi, p - 1, pos_bits) : bucket;
             const bool take = match && (d < bucket || (d == bucket && last));
             const bool cand = match && d == bucket && !last;   /* still in the pivot's bucket */
+% if warp_aggregate:
+            {   /* a warp whose candidates share one digit (clustered data) adds once; otherwise
+                   each lane adds to its copy of the histogram (NSUB copies: at most 32 / NSUB
+                   lanes meet on one address). A warp without candidates does nothing. */
+                const uint dd = cand ? digit_at(sel, pi, p, pos_bits) : 0xffffffffu;
+                uint any, same, d0;
+                asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
+                             : "=r"(any) : "r"((uint)cand));
+                if (any) {
+                    const uint first = popcount((any & (0u - any)) - 1u);
+                    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, -1;"
+                                 : "=r"(d0) : "r"(dd), "r"(first));
+                    asm volatile("{ .reg .pred q; setp.eq.u32 q, %1, %2; vote.sync.ballot.b32 %0, q, -1; }"
+                                 : "=r"(same) : "r"(dd), "r"(d0));
+                    const uint lane = lid & 31u;
+                    if ((same & any) == any) {
+                        if (lane == first)
+                            atomic_add(&lhist[d0 * NSUB], popcount(any));
+                    } else if (cand) {
+                        atomic_inc(&lhist[dd * NSUB + (lane & (NSUB - 1))]);
+                    }
+                }
+            }
+% else:
             if (cand)
                 atomic_inc(&lhist[digit_at(sel, pi, p, pos_bits)]);
-            x[i] = xi;
-            pos[i] = pi;
+% endif
             cls[i] = take ? 1u : (cand && write ? 2u : 0u);
             n_take += take ? 1u : 0u;
             n_cand += cand && write ? 1u : 0u;
@@ -232,52 +340,13 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
     }
     if (!last) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint d = lid; d < RADIX; d += WG)
-            if (lhist[d])
-                COUNTER_ADD(hist_out + (size_t)row * RADIX + d, lhist[d]);
-    }
-}
-
-## After pass p: the bucket of digit p that holds the remaining k-th pair. One group of RADIX
-## work-items per row. Zeroes the histogram it read (pass p + 2 uses it again) and the candidate
-## counter that pass p + 1 writes.
-__kernel __attribute__((reqd_work_group_size(${RADIX}, 1, 1)))
-void topk_find(uint p, uint pos_bits, uint rows, INDEX_T cap, __global row_state* state,
-               __global INDEX_T* hist, __global INDEX_T* cand_count)
-{
-    const uint row = get_group_id(0);
-    const uint lid = get_local_id(0);
-    __local INDEX_T scratch[RADIX];
-    const row_state st = state[row];
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    if (st.flags & F_DONE)
-        return;
-    if (st.flags & F_LAST) {
-        if (lid == 0)
-            state[row].flags = F_DONE;
-        return;
-    }
-    const INDEX_T h = hist[(size_t)row * RADIX + lid];
-    INDEX_T total;
-    const INDEX_T below = wg_scan_index(h, scratch, lid, &total);
-    hist[(size_t)row * RADIX + lid] = 0;
-    if (lid == 0)
-        cand_count[(size_t)((p + 1) & 1) * rows + row] = 0;
-    if (below < st.need && st.need <= below + h) {
-        row_state s = st;
-        s.need = st.need - below;
-        s.count = h;
-        s.bucket = lid;
-        s.digits = p + 1;
-        if (p < KEY_DIGITS)
-            s.pkey |= (KEY_T)((KEY_T)lid << (KEY_BITS - DIGIT_BITS * (p + 1)));
-        else
-            s.ppos |= (INDEX_T)((INDEX_T)lid << (pos_bits - DIGIT_BITS * (p - KEY_DIGITS + 1)));
-        const bool whole = h == s.need;
-        s.src_count = st.count;
-        s.flags = (whole ? F_LAST : 0u) | ((st.flags & F_WRITE) ? F_SRC_CANDS : 0u)
-                  | (!whole && h <= cap ? F_WRITE : 0u);
-        state[row] = s;
+        for (uint d = lid; d < RADIX; d += WG) {
+            uint c = 0;
+            for (uint j = 0; j < NSUB; ++j)
+                c += lhist[d * NSUB + j];
+            if (c)
+                COUNTER_ADD(hist_cur + (size_t)row * RADIX + d, c);
+        }
     }
 }
 

@@ -6,7 +6,7 @@ counts as the largest value, so the result is the same on every run and device.
 
 Temporary memory, per call (``Selector.temp_bytes``): two candidate buffers of ``cap`` keys and
 positions per row, cap = min(row_len, max(row_len // 32, 1024)) (about 1/8 of the input for 32-bit
-keys, 16 bytes x 2048 per row for short rows), 512 counters and a few words of state per row, and
+keys, 16 bytes x 2048 per row for short rows), 768 counters and two row states per row, and
 for sorted results k keys and indices per row (plus the sorts' own temporaries when k exceeds the
 local-memory sort).
 """
@@ -59,6 +59,14 @@ class Selector:
         self._profiles = {}
         self._lock = threading.RLock()
 
+    #: when a list, topk() appends (kernel name, event) of each of its own commands (profiling)
+    trace = None
+
+    def _traced(self, name, evt):
+        if self.trace is not None:
+            self.trace.append((name, evt))
+        return evt
+
     # ------------------------------------------------------------------ public API
 
     def topk(self, queue, keys, k, *, dtype=None, rows=None, largest=True, sorted=True,
@@ -101,7 +109,8 @@ class Selector:
         device = device or self.context.devices[0]
         plan = self._plan(device, codec, rows, row_len, k, sorted)
         kb, ib = codec.itemsize, plan["index_bytes"]
-        total = rows * (STATE_BYTES + 3 * ib + 2 * RADIX * ib) + 2 * rows * plan["cap"] * (kb + ib)
+        total = rows * (2 * STATE_BYTES + 3 * ib + 3 * RADIX * ib) + 2 * rows * plan["cap"] * (kb + ib)
+        total += 11 * _ALIGN  # alignment of the parts of the one allocation
         if plan["route"] != "direct":
             total += rows * k * (kb + np.dtype(plan["out_index_np"]).itemsize)
         if plan["route"] == "global":
@@ -156,7 +165,8 @@ class Selector:
         if knl is None:
             params = dict(codec.template_args(), index_t=plan["index_name"],
                           out_index_t=cl_name[plan["out_index_np"]], idx_t=cl_name[plan["idx_np"]],
-                          wg=plan["wg"], ipt=plan["ipt"], sort_size=plan["sort_size"])
+                          wg=plan["wg"], ipt=plan["ipt"], sort_size=plan["sort_size"],
+                          warp_aggregate=plan["profile"].is_nvidia and plan["profile"].is_gpu)
             prg = self._programs.get("topk.cl.mako", params)
             knl = _Kernels(prg, device, plan, codec)
             self._kernels[key] = knl
@@ -173,12 +183,11 @@ class Selector:
         kb = codec.itemsize
         idx_t = plan["index_np"]
         cap = plan["cap"]
-        state = alloc(rows * STATE_BYTES)
-        out_count = alloc(rows * ib)
-        cand_count = alloc(2 * rows * ib)
-        hists = [alloc(rows * RADIX * ib) for _ in range(2)]
-        cand_key = [alloc(rows * cap * kb) for _ in range(2)]
-        cand_pos = [alloc(rows * cap * ib) for _ in range(2)]
+        (states0, states1, out_count, cand_count, h0, h1, h2, ck0, ck1, cp0, cp1) = _carve(
+            alloc, [rows * STATE_BYTES] * 2 + [rows * ib, 2 * rows * ib] + [rows * RADIX * ib] * 3
+            + [rows * cap * kb] * 2 + [rows * cap * ib] * 2)
+        states, hists = [states0, states1], [h0, h1, h2]
+        cand_key, cand_pos = [ck0, ck1], [cp0, cp1]
         route = plan["route"]
         m = rows * k
         if route == "direct":
@@ -192,24 +201,24 @@ class Selector:
             row_mul = row_len if route == "global" else 0
         flip = codec.unsigned_dtype.type(((1 << codec.bits) - 1) if largest else 0)
         wg = plan["wg"]
-        evt = kn.init(queue, (rows * RADIX,), (RADIX,), state, out_count, cand_count, hists[0],
-                      hists[1], np.uint32(rows), idx_t(k), idx_t(row_len), wait_for=wait or None)
+        evt = kn.init(queue, (rows * RADIX,), (RADIX,), states[0], out_count, cand_count,
+                      *hists, np.uint32(rows), idx_t(k), idx_t(row_len), wait_for=wait or None)
         gsize = (rows * plan["groups"] * wg,)
         digits = plan["digits"]
         for p in range(digits + 1):
             cin = (p + 1) % 2
             evt = kn.pass_(queue, gsize, (wg,), src.buffer, src.offset, row_len, k, cap, p,
-                           plan["pos_bits"], plan["groups"], rows, flip, row_mul, state,
-                           hists[p % 2], cand_key[cin], cand_pos[cin], cand_key[p % 2],
+                           plan["pos_bits"], plan["groups"], rows, flip, row_mul, states[p % 2],
+                           states[(p + 1) % 2], hists[(p + 2) % 3], hists[p % 3],
+                           hists[(p + 1) % 3], cand_key[cin], cand_pos[cin], cand_key[p % 2],
                            cand_pos[p % 2], cand_count, sel_key, sel_key_off, sel_idx,
                            sel_idx_off, out_count, wait_for=[evt])
-            if p < digits:
-                evt = kn.find(queue, (rows * RADIX,), (RADIX,), p, plan["pos_bits"], rows, cap, state,
-                              hists[p % 2], cand_count, wait_for=[evt])
+            evt = self._traced(f"topk_pass {p}", evt)
         if route == "local":
             evt = kn.sort_rows(queue, (rows * wg,), (wg,), sel_key, sel_idx, idx_t(k), flip,
                                values.base_data, values.offset // kb, indices.base_data,
                                indices.offset // idx_dtype.itemsize, wait_for=[evt])
+            evt = self._traced("topk_sort_rows", evt)
         elif route == "global":
             evt = self._global_sort(queue, kn, src, codec, rows, row_len, k, largest, sel_key,
                                     sel_idx, values, indices, idx_dtype, alloc, evt)
@@ -319,13 +328,11 @@ class _Kernels:
         out_np = plan["out_index_np"]
         self.out_index_np = out_np
         self.init = cl.Kernel(prg, "topk_init")
-        self.init.set_scalar_arg_dtypes([None, None, None, None, None, uint, idx, idx])
+        self.init.set_scalar_arg_dtypes([None, None, None, None, None, None, uint, idx, idx])
         self.pass_ = cl.Kernel(prg, "topk_pass")
         self.pass_.set_scalar_arg_dtypes(
-            [None, ulong, idx, idx, idx, uint, uint, uint, uint, key_np, out_np, None, None,
-             None, None, None, None, None, None, ulong, None, ulong, None])
-        self.find = cl.Kernel(prg, "topk_find")
-        self.find.set_scalar_arg_dtypes([uint, uint, uint, idx, None, None, None])
+            [None, ulong, idx, idx, idx, uint, uint, uint, uint, key_np, out_np]
+            + [None] * 11 + [ulong, None, ulong, None])
         if plan["sort_size"]:
             self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
             self.sort_rows.set_scalar_arg_dtypes([None, None, idx, key_np, None, ulong, None, ulong])
@@ -333,6 +340,24 @@ class _Kernels:
         self.row_of.set_scalar_arg_dtypes([None, None, ulong, out_np])
         self.gather = cl.Kernel(prg, "topk_gather")
         self.gather.set_scalar_arg_dtypes([None, ulong, None, ulong, out_np, None, ulong, None, ulong])
+
+
+# Sub-buffer origins must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (at most 4096 bits on the
+# devices here; 4096 bytes covers any).
+_ALIGN = 4096
+
+
+def _carve(alloc, sizes):
+    """One allocation split into sub-buffers of ``sizes`` bytes: allocating is the costly part."""
+    offsets, total = [], 0
+    for size in sizes:
+        offsets.append(total)
+        total += -(-max(size, 1) // _ALIGN) * _ALIGN
+    buf = alloc(total)
+    if not hasattr(buf, "get_sub_region"):   # a pool's buffer: its allocations are cheap
+        del buf
+        return [alloc(size) for size in sizes]
+    return [buf.get_sub_region(off, max(size, 1)) for off, size in zip(offsets, sizes)]
 
 
 def _local_sort_size(profile, key_bytes, wg):

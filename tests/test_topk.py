@@ -4,6 +4,7 @@ data, 1-D and 2-D, every route (unsorted, local-memory sort, global sort), 64-bi
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 import clradix
@@ -215,3 +216,12 @@ def test_k_zero_and_refusals(ctx, queue):
     with pytest.raises(TypeError, match="indices_out: expected dtype uint32"):
         sel.topk(queue, a, 2, indices_out=cl_array.empty(queue, 2, np.int64))
     np.testing.assert_array_equal(a.get(), np.arange(10, dtype=np.float32))
+
+
+def test_memory_pool_allocator(ctx, queue, rng):
+    pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(queue))
+    sel = clradix.Selector(ctx, allocator=pool)
+    x = rng.standard_normal((2, 3000)).astype(np.float32)
+    for k in (10, 3000):
+        values, indices = run(queue, x, k, True, True, selector=sel)
+        check(x, k, values, indices, True, True)
