@@ -97,6 +97,26 @@ def time_torch(x, k, sorted_, repeat):
     return statistics.median(samples), out
 
 
+def variants(q, ctx, args, rng):
+    n = 1 << (22 if args.quick else 28)
+    for kind in ("normal", "u32"):
+        x = make(rng, (n,), kind)
+        a = cl_array.to_device(q, x)
+        want = reference(x, 1000)
+        for spec in args.variants.split(","):
+            ipt, gpc = (int(v) for v in spec.split("x"))
+            sel = clradix.Selector(ctx, items_per_thread=ipt, groups_per_cu=gpc)
+            ms, v, i = time_clradix(q, sel, a, 1000, True, args.repeat)
+            ok = np.array_equal(i.get(), want[0])
+            sel.trace = []
+            sel.topk(q, a, 1000)[2].wait()
+            parts = ", ".join(f"{nm} {(e.profile.end - e.profile.start) * 1e-6:.3f}"
+                              for nm, e in sel.trace[:3])
+            print(f"{kind} ipt {ipt} groups/CU {gpc}: {ms:.3f} ms {'ok' if ok else 'WRONG'}; {parts}",
+                  flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="NVIDIA")
@@ -104,11 +124,13 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--variants", help="IPTxGROUPS_PER_CU list (16x8,32x4): time f32 2^28 k=1000 "
+                    "with each and stop")
     ap.add_argument("--trace", action="store_true", help="per-kernel times of each case")
     args = ap.parse_args()
     dev = next(d for d in all_devices() if can_build(d) and args.device.lower() in
                f"{d.platform.name} {d.name}".lower())
-    prof = DeviceProfile.from_device(dev)
+    profile = DeviceProfile.from_device(dev)
     ctx = cl.Context([dev])
     q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     sel = clradix.Selector(ctx)
@@ -120,7 +142,9 @@ def main():
         except ImportError:
             pass
     rng = np.random.default_rng(5)
-    print(f"# {prof.describe()}, driver {prof.driver_version}, {datetime.date.today()}")
+    if args.variants:
+        return variants(q, ctx, args, rng)
+    print(f"# {profile.describe()}, driver {profile.driver_version}, {datetime.date.today()}")
     print("| case | shape | k | sorted | clradix ms | torch.topk ms | clradix / torch "
           "| GB/s (one read) |")
     print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |")
@@ -151,6 +175,15 @@ def main():
             tv = np.sort(tv.reshape(-1, k), axis=-1)
             tok = np.array_equal(tv.view(np.uint8),
                                  np.sort(np.take_along_axis(x2, want, -1), axis=-1).view(np.uint8))
+        if args.trace and name == "f32 uniform" and k == 1:
+            import cProfile
+            import pstats
+            prof = cProfile.Profile()
+            prof.enable()
+            sel.topk(q, a, k, sorted=sorted_)
+            prof.disable()
+            q.finish()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(3)
         if args.trace:
             sel.trace = []
             t_host = time.perf_counter()
@@ -173,7 +206,7 @@ def main():
                          check_s=time.perf_counter() - t0))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=prof.describe(), driver=prof.driver_version,
+            json.dump(dict(device=profile.describe(), driver=profile.driver_version,
                            date=str(datetime.date.today()), rows=rows), f, indent=1)
     return 0 if all(r["correct"] for r in rows) else 1
 

@@ -37,6 +37,11 @@
     assert TILE < 65536, "per-tile counts are packed in 16 bits"
     assert wg >= RADIX
     unroll = "#pragma unroll"
+    # Unrolled, the output loop keeps x, pos and cls in registers (NVIDIA); PoCL 3.1 computes
+    # wrong output slots from the unrolled loop, so it stays a loop elsewhere.
+    unroll_out = unroll if warp_aggregate else ""
+    VEC = min(16 // (key_bits // 8), ipt)
+    assert ipt % VEC == 0 and VEC in (2, 4, 8, 16)
     ksfx = "UL" if key_bits == 64 else "U"
     isfx = "UL" if index_t == "ulong" else "U"
 %>
@@ -50,6 +55,8 @@
 #define WG ${wg}
 #define IPT ${ipt}
 #define TILE ${TILE}
+#define VEC ${VEC}
+#define ELEM(i) (base + ((INDEX_T)((i) / VEC) * WG + lid) * VEC + (i) % VEC)
 #define RADIX ${RADIX}
 #define NSUB ${8 if warp_aggregate else 1}
 #define DIGIT_BITS ${DIGIT_BITS}
@@ -177,13 +184,16 @@ inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, 
     return *lstate;
 }
 
-## Pass p over the rows: group g of a row handles tiles g, g + groups_per_row, ... Histograms
+## Pass p over the rows: group g of a row handles tiles g, g + groups_per_row, ... The first two
+## passes, which read whole rows, have kernels of their own with p a constant (topk_pass_0,
+## topk_pass_1): their per-key work folds to a few instructions. Histograms
 ## rotate through three buffers (pass p reads hist_prev, adds into hist_cur, and its group 0
 ## zeroes hist_next for pass p + 1) and the state through two (state_in from pass p - 1,
 ## state_out for pass p + 1), so no pass writes what another group of the same pass reads.
+<%def name="pass_kernel(name, P, VEC, unroll, unroll_out)">
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
-               INDEX_T cap, uint p, uint pos_bits, uint groups_per_row, uint rows, KEY_T flip,
+void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
+               INDEX_T cap, uint p_arg, uint pos_bits, uint groups_per_row, uint rows, KEY_T flip,
                OUT_INDEX_T idx_row_mul,
                const __global row_state* state_in, __global row_state* state_out,
                const __global INDEX_T* hist_prev, __global INDEX_T* hist_cur,
@@ -195,6 +205,7 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
                __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off,
                __global INDEX_T* out_count)
 {
+    const uint p = ${"p_arg" if P is None else P};   /* a constant in the first passes' kernels */
     const uint row = get_group_id(0) / groups_per_row;
     const uint g = get_group_id(0) % groups_per_row;
     const uint lid = get_local_id(0);
@@ -229,6 +240,7 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
         lhist[d] = 0;
     if (lid == 0)
         l_any = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
 
     const __global KEY_T* src_key = from_cands ? cin_key + (size_t)row * cap
                                                : keys + keys_off + (size_t)row * row_len;
@@ -240,32 +252,35 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
         INDEX_T pos[IPT];
         uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
         uint n_take = 0, n_cand = 0;
-        /* all loads first, so that a work-item has IPT of them in flight */
-        if (base + TILE <= n_src) {
+        /* all loads first, so that a work-item has IPT of them in flight; element i of a work-item
+           is ELEM(i): runs of VEC consecutive keys, one vector load each in a full tile */
+        const bool full = base + TILE <= n_src;
+        if (full) {
             ${unroll}
-            for (uint i = 0; i < IPT; ++i)
-                x[i] = src_key[base + i * WG + lid];
+            for (uint j = 0; j < IPT / VEC; ++j) {
+                KEY_T v[VEC];
+                vstore${VEC}(vload${VEC}(0, src_key + ELEM(j * VEC)), 0, v);
+                ${unroll}
+                for (uint c = 0; c < VEC; ++c)
+                    x[j * VEC + c] = v[c];
+            }
         } else {
             ${unroll}
-            for (uint i = 0; i < IPT; ++i) {
-                const INDEX_T e = base + i * WG + lid;
-                x[i] = e < n_src ? src_key[e] : (KEY_T)0;
-            }
+            for (uint i = 0; i < IPT; ++i)
+                x[i] = ELEM(i) < n_src ? src_key[ELEM(i)] : (KEY_T)0;
         }
         if (from_cands) {
             ${unroll}
-            for (uint i = 0; i < IPT; ++i) {
-                const INDEX_T e = base + i * WG + lid;
-                pos[i] = e < n_src ? src_pos[e] : (INDEX_T)0;
-            }
+            for (uint i = 0; i < IPT; ++i)
+                pos[i] = ELEM(i) < n_src ? src_pos[ELEM(i)] : (INDEX_T)0;
         } else {
             ${unroll}
             for (uint i = 0; i < IPT; ++i)
-                pos[i] = base + i * WG + lid;
+                pos[i] = ELEM(i);
         }
         ${unroll}
         for (uint i = 0; i < IPT; ++i) {
-            const bool valid = base + i * WG + lid < n_src;
+            const bool valid = full || ELEM(i) < n_src;
             const KEY_T sel = order_key(x[i], flip);
             const INDEX_T pi = pos[i];
             /* elements that left the pivot's bucket at an earlier digit were decided then */
@@ -320,6 +335,7 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
             barrier(CLK_LOCAL_MEM_FENCE);
             INDEX_T o = l_sel_base + (before & 0xffffu);
             INDEX_T c = l_cand_base + (before >> 16);
+            ${unroll_out}
             for (uint i = 0; i < IPT; ++i) {
                 if (cls[i] == 1u) {
                     if (o < k) {
@@ -349,6 +365,10 @@ void topk_pass(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
         }
     }
 }
+</%def>
+${pass_kernel("topk_pass_0", 0, VEC, unroll, unroll_out)}
+${pass_kernel("topk_pass_1", 1, VEC, unroll, unroll_out)}
+${pass_kernel("topk_pass", None, VEC, unroll, unroll_out)}
 
 % if sort_size:
 <% S = sort_size %>

@@ -16,6 +16,7 @@ import threading
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
 
 from .device import DeviceProfile
 from .keys import key_codec
@@ -26,6 +27,7 @@ from .sorter import Sorter, _events
 DIGIT_BITS = 8
 RADIX = 1 << DIGIT_BITS
 STATE_BYTES = 64  # sizeof(row_state) is at most 56
+_MAX_POOLS = 8
 
 # Positions and counts are 32-bit below this row length, 64-bit from it on (a module constant so
 # that tests can force the 64-bit kernels at small sizes).
@@ -35,13 +37,14 @@ INDEX32_LIMIT = 2 ** 31
 class Selector:
     """Top-k of OpenCL buffers and pyopencl arrays on one context.
 
-    ``wg_size`` and ``items_per_thread`` set the selection kernels' tile; ``sort_size`` the largest k
+    ``wg_size`` and ``items_per_thread`` set the selection kernels' tile, ``groups_per_cu`` how many
+    work-groups per compute unit share a row; ``sort_size`` the largest k
     sorted in local memory (a power of two; larger k use the radix sort). ``allocator`` provides
-    temporaries (as for :class:`~clradix.Sorter`).
+    temporaries; without one, each in-order queue gets a memory pool (``free_memory`` empties it).
     """
 
-    def __init__(self, context, *, wg_size=256, items_per_thread=None, sort_size=None,
-                 allocator=None, sorter=None):
+    def __init__(self, context, *, wg_size=256, items_per_thread=None, groups_per_cu=None,
+                 sort_size=None, allocator=None, sorter=None):
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
         if wg_size < RADIX or wg_size & (wg_size - 1):
@@ -51,6 +54,7 @@ class Selector:
         self.context = context
         self.wg_size = wg_size
         self.items_per_thread = items_per_thread
+        self.groups_per_cu = groups_per_cu
         self.sort_size = sort_size
         self.allocator = allocator
         self._sorter = sorter
@@ -58,6 +62,7 @@ class Selector:
         self._kernels = {}
         self._profiles = {}
         self._lock = threading.RLock()
+        self._pools = {}   # queue -> MemoryPool, the most recent _MAX_POOLS queues
 
     #: when a list, topk() appends (kernel name, event) of each of its own commands (profiling)
     trace = None
@@ -136,7 +141,10 @@ class Selector:
         index_name, index_np = ("uint", np.uint32) if row_len < INDEX32_LIMIT else \
             ("ulong", np.uint64)
         idx_np = np.uint32 if row_len < 2 ** 32 else np.uint64
-        ipt = self.items_per_thread or (16 if prof.is_gpu else 8)
+        # H200, float32 / uint32 2^28, k = 1000 (benchmarks/gpu_topk.py --variants): 4 items per
+        # work-item and 32 groups per CU 2.07 / 1.67 ms; 8x32 2.13 / 1.72; 8x8 2.16 / 1.72;
+        # 16x8 2.39 / 1.87 (fewer registers per work-item keep more loads in flight).
+        ipt = self.items_per_thread or (4 if prof.is_gpu else 8)
         wg = self.wg_size
         sort_size = self.sort_size or _local_sort_size(prof, codec.itemsize, wg)
         if not sorted or k == 1:
@@ -148,7 +156,7 @@ class Selector:
             out_np = np.uint32 if rows * row_len < 2 ** 32 else np.uint64
         pos_bits = DIGIT_BITS * -(-max(row_len - 1, 0).bit_length() // DIGIT_BITS)
         tile = wg * ipt
-        target = prof.compute_units * (8 if prof.is_gpu else 2)
+        target = prof.compute_units * (self.groups_per_cu or (32 if prof.is_gpu else 2))
         groups = max(1, min(-(-target // rows), -(-row_len // tile)))
         cap = min(row_len, max(row_len // 32, 1024))
         return dict(index_name=index_name, index_np=index_np, index_bytes=np.dtype(index_np).itemsize,
@@ -207,7 +215,8 @@ class Selector:
         digits = plan["digits"]
         for p in range(digits + 1):
             cin = (p + 1) % 2
-            evt = kn.pass_(queue, gsize, (wg,), src.buffer, src.offset, row_len, k, cap, p,
+            knl = kn.passes[min(p, 2)]
+            evt = knl(queue, gsize, (wg,), src.buffer, src.offset, row_len, k, cap, p,
                            plan["pos_bits"], plan["groups"], rows, flip, row_mul, states[p % 2],
                            states[(p + 1) % 2], hists[(p + 2) % 3], hists[p % 3],
                            hists[(p + 1) % 3], cand_key[cin], cand_pos[cin], cand_key[p % 2],
@@ -306,7 +315,26 @@ class Selector:
         return out
 
     def _allocator(self, queue, allocator):
-        return self._get_sorter()._allocator(queue, allocator or self.allocator)
+        """The caller's or the Selector's allocator; by default a memory pool per in-order queue:
+        a temporary released when topk returns is only handed out again to a later topk on the
+        same queue, whose commands run after the earlier ones."""
+        alloc = allocator or self.allocator
+        if alloc is None and not (queue.properties
+                                  & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE):
+            with self._lock:
+                alloc = self._pools.pop(queue, None)
+                if alloc is None:
+                    alloc = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+                    while len(self._pools) >= _MAX_POOLS:
+                        self._pools.pop(next(iter(self._pools))).free_held()
+                self._pools[queue] = alloc
+        return self._get_sorter()._allocator(queue, alloc)
+
+    def free_memory(self):
+        """Release the temporaries the Selector's memory pools hold for reuse."""
+        with self._lock:
+            for pool in self._pools.values():
+                pool.free_held()
 
     def _get_sorter(self):
         with self._lock:
@@ -329,10 +357,11 @@ class _Kernels:
         self.out_index_np = out_np
         self.init = cl.Kernel(prg, "topk_init")
         self.init.set_scalar_arg_dtypes([None, None, None, None, None, None, uint, idx, idx])
-        self.pass_ = cl.Kernel(prg, "topk_pass")
-        self.pass_.set_scalar_arg_dtypes(
-            [None, ulong, idx, idx, idx, uint, uint, uint, uint, key_np, out_np]
-            + [None] * 11 + [ulong, None, ulong, None])
+        # pass 0, pass 1 (their own kernels, p a constant) and every later pass
+        self.passes = [cl.Kernel(prg, name) for name in ("topk_pass_0", "topk_pass_1", "topk_pass")]
+        for knl in self.passes:
+            knl.set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, uint, uint, key_np,
+                                       out_np] + [None] * 11 + [ulong, None, ulong, None])
         if plan["sort_size"]:
             self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
             self.sort_rows.set_scalar_arg_dtypes([None, None, idx, key_np, None, ulong, None, ulong])
