@@ -1,7 +1,7 @@
 """Benchmark matrix: ``python -m benchmarks [options]``.
 
 For every OpenCL device that builds kernels (``--device`` filters by index or name), every
-operation (sort keys, sort key-value, argsort), dtype and size, time clradix (the planner's policy,
+operation (sort keys, sort key-value, argsort, top-k of 1000), dtype and size, time clradix (the planner's policy,
 and ``--policy`` alternatives) beside pyopencl's RadixSort on the same device, numpy on the host,
 and CuPy (CUB) / torch when they are importable with a CUDA GPU. Every cell: a warm-up, then the
 median of ``--repeat`` runs, device time (OpenCL profiling events / CUDA events) and wall time;
@@ -174,7 +174,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", action="append", help="index or name substring (repeatable)")
-    ap.add_argument("--ops", default="sort,sort_kv,argsort")
+    ap.add_argument("--ops", default="sort,sort_kv,argsort,topk")
     ap.add_argument("--dtypes", default=DEFAULT_DTYPES, help=f"comma list ({DEFAULT_DTYPES})")
     ap.add_argument("--all-dtypes", action="store_true", help="every key dtype clradix sorts")
     ap.add_argument("--min-log2n", type=int, default=10)

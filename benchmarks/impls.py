@@ -3,7 +3,9 @@
 Every implementation answers ``supports(op, dtype)`` and ``run(op, keys, repeat)`` -> (device ms
 samples or None, wall ms samples), after one warm-up run, and raises AssertionError when an output
 differs from numpy's. Operations: "sort" (keys only), "sort_kv" (keys + uint32 values = index),
-"argsort".
+"argsort", "topk" (the TOPK_K largest keys and their positions, sorted; clradix must match
+numpy's positions exactly, ties by position; peers are checked on the values, their tie order
+being their own).
 """
 
 import time
@@ -14,11 +16,21 @@ import pyopencl.array as cl_array
 
 import clradix
 
-OPS = ("sort", "sort_kv", "argsort")
+OPS = ("sort", "sort_kv", "argsort", "topk")
+TOPK_K = 1000
+
+
+def topk_k(n):
+    return min(TOPK_K, n)
 
 
 def reference(op, keys):
-    """numpy's answer: sorted keys, (sorted keys, permuted values) or indices."""
+    """numpy's answer: sorted keys, (sorted keys, permuted values), indices or (top-k values,
+    positions)."""
+    if op == "topk":
+        from .gpu_topk import reference as topk_reference
+        pos = topk_reference(keys, topk_k(keys.size))[0]
+        return keys[pos], pos.astype(np.uint32)
     order = np.argsort(keys, kind="stable")
     if op == "sort":
         return (keys[order],)
@@ -39,6 +51,8 @@ def _same(got, want):
 
 
 def _check(name, op, keys, got, want):
+    if op == "topk" and not name.startswith("clradix"):
+        got, want = got[:1], want[:1]   # a peer's tie order is its own: compare the values
     if not _same(got, want):
         raise AssertionError(f"{name} {op} output differs from numpy ({keys.dtype}, n={keys.size})")
 
@@ -49,6 +63,7 @@ class ClradixImpl:
     def __init__(self, queue, overrides=None, label="clradix"):
         self.queue = queue
         self.sorter = clradix.Sorter(queue.context, **(overrides or {}))
+        self.selector = clradix.Selector(queue.context, sorter=self.sorter)
         self.name = label
 
     def supports(self, op, dtype):
@@ -72,14 +87,20 @@ class ClradixImpl:
             m0 = cl.enqueue_marker(q)
             m0.wait()
             t0 = time.perf_counter()
-            if op == "argsort":
+            if op == "topk":
+                tv, ti, evt = self.selector.topk(q, src, topk_k(keys.size))
+            elif op == "argsort":
                 out, evt = self.sorter.argsort(q, src)
             else:
                 evt = self.sorter.sort(q, work, values=vals)
             evt.wait()
             t1 = time.perf_counter()
-            got = (out.get(),) if op == "argsort" else \
-                ((work.get(),) if vals is None else (work.get(), vals.get()))
+            if op == "topk":
+                got = (tv.get(), ti.get())
+            elif op == "argsort":
+                got = (out.get(),)
+            else:
+                got = (work.get(),) if vals is None else (work.get(), vals.get())
             _check(self.name, op, keys, got, want)
             if rep:
                 dev.append((evt.profile.end - m0.profile.end) * 1e-6)
@@ -149,7 +170,12 @@ class NumpyImpl:
         wall = []
         for rep in range(max(repeat // 2, 1) + 1):
             t0 = time.perf_counter()
-            if op == "sort":
+            if op == "topk":   # argpartition, then the k sorted (largest first)
+                k = topk_k(keys.size)
+                part = np.argpartition(keys, keys.size - k)[keys.size - k:]
+                pos = part[np.argsort(keys[part], kind="stable")[::-1]]
+                got = (keys[pos], pos.astype(np.uint32))
+            elif op == "sort":
                 got = (np.sort(keys, kind="stable"),)
             else:
                 order = np.argsort(keys, kind="stable")
@@ -195,7 +221,7 @@ class CupyImpl:
         return f"CUDA driver {cp.cuda.runtime.driverGetVersion()}, cupy {cp.__version__}"
 
     def supports(self, op, dtype):
-        return True
+        return op != "topk"   # CuPy has no top-k
 
     def run(self, op, keys, repeat, want):
         import cupy as cp
@@ -243,7 +269,10 @@ class TorchImpl:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             s.record()
-            if op == "argsort":
+            if op == "topk":
+                v, i = torch.topk(t, topk_k(keys.size))
+                out = (v, i.to(torch.int32))
+            elif op == "argsort":
                 out = (torch.argsort(t, stable=True),)
             else:
                 v, i = torch.sort(t, stable=True)
@@ -255,7 +284,7 @@ class TorchImpl:
                 dev.append(s.elapsed_time(e))
                 wall.append((t1 - t0) * 1e3)
         got = tuple(o.cpu().numpy() for o in out)
-        if op == "sort_kv":
+        if op in ("sort_kv", "topk"):
             got = (got[0], got[1].astype(np.uint32))
         _check(self.name, op, keys, got, want)
         return dev, wall
