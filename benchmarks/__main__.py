@@ -3,9 +3,9 @@
 For every OpenCL device that builds kernels (``--device`` filters by index or name), every
 operation (sort keys, sort key-value, argsort, top-k of 1000), dtype and size, time clradix (the
 planner's policy, and ``--policy`` alternatives) beside pyopencl's RadixSort on the same device,
-numpy on the host, and CuPy (CUB) / torch when they are importable with a CUDA GPU. Every cell: a warm-up, then the
-median of ``--repeat`` runs, device time (OpenCL profiling events / CUDA events) and wall time;
-every timed output is compared with numpy.
+numpy on the host, and CuPy (CUB) / torch when they are importable with a CUDA GPU. Every cell:
+a warm-up, then the median of ``--repeat`` runs, device time (OpenCL profiling events / CUDA
+events) and wall time; every timed output is compared with numpy.
 
 Writes a Markdown table (stdout, or ``--markdown``), JSON with every sample (``--json``), PNG plots
 (``--plots DIR``; needs matplotlib), and with ``--compare OLD.json`` the speed-up of each cell.
