@@ -6,8 +6,9 @@
 ##                  match masks, publish their digit counts, look back over predecessors in a ring
 ##                  of status words, publish their inclusive prefix and scatter through local memory.
 ##
-## Status words are published with plain (volatile) 32-bit stores, which are single-copy atomic on
-## every device here; atomic read-modify-writes cost L2 atomic throughput for nothing.
+## Work-groups talk to each other only through the status ring, the done words and the counters,
+## and only with atomic functions (status_load, status_store): by OpenCL's rules a plain access
+## to a word that another work-group writes during the same launch is a data race.
 ## Status word (32 bits): [31:30] flag (0 not ready, 1 aggregate, 2 inclusive prefix), [29] epoch
 ## (parity of tile / RING, so a slot's previous owner is never mistaken for its current one),
 ## [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
@@ -143,6 +144,25 @@ void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict b
 
 inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
 
+/* Reads and writes of words that other work-groups access during the launch. OpenCL 1.2 has no
+   atomic load or store: a read-modify-write that changes nothing, and an exchange. NVIDIA GPUs
+   (status_ptx) use PTX's relaxed atomic load and store instead, as cheap as plain accesses. */
+% if status_ptx:
+inline uint status_load(__global volatile uint* p)
+{
+    uint r;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+    return r;
+}
+inline void status_store(__global volatile uint* p, uint v)
+{
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+% else:
+inline uint status_load(__global volatile uint* p) { return atomic_or(p, 0u); }
+inline void status_store(__global volatile uint* p, uint v) { atomic_xchg(p, v); }
+% endif
+
 /* The digit counts of tile `u` of the portion, computed from its keys (fallback). */
 inline void tile_histogram(__global const KEY_T* keys, uint portion_len, uint u, uint shift,
                            uint digit_mask, KEY_T flip, __local uint* lfb, uint lid)
@@ -243,7 +263,7 @@ ${unroll}
        finished its look-back */
 % if ring_guard == "tail":
     if (lid == 0 && t + LOOKBACK + 1 > RING) {
-        while ((counters[1] & TAIL_MASK) + RING < t + LOOKBACK + 1)
+        while ((status_load(&counters[1]) & TAIL_MASK) + RING < t + LOOKBACK + 1)
             ;
     }
 % else:
@@ -254,7 +274,7 @@ ${unroll}
                 lflag = 0;
             barrier(CLK_LOCAL_MEM_FENCE);
             for (uint x = t - RING + 1 + lid; x <= t - RING + LOOKBACK; x += WG)
-                if (done[x % RING] < x + 1)
+                if (status_load(&done[x % RING]) < x + 1)
                     atomic_or(&lflag, 1u);
             barrier(CLK_LOCAL_MEM_FENCE);
             const uint busy = lflag;
@@ -268,7 +288,7 @@ ${unroll}
 
     /* publish this tile's counts (tile 0 publishes its inclusive prefix at once) */
     for (uint d = lid; d < RADIX; d += WG)
-        status[slot + d] = (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d];
+        status_store(&status[slot + d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d]);
 
     /* decoupled look-back. Fast path: every digit walks back on its own through the ring, without
        barriers. A digit that spins too long or reaches the look-back limit leaves it to the slow
@@ -290,7 +310,8 @@ ${unroll}
             uint win[LB_WIN];
             ${unroll}
             for (uint q = 0; q < LB_WIN; ++q)
-                win[q] = (q <= u && dist + q <= LOOKBACK) ? status[((u - q) % RING) * RADIX + d] : 0u;
+                win[q] = (q <= u && dist + q <= LOOKBACK)
+                    ? status_load(&status[((u - q) % RING) * RADIX + d]) : 0u;
             uint used = 0;
             ${unroll}
             for (uint q = 0; q < LB_WIN; ++q) {
@@ -340,7 +361,7 @@ ${unroll}
                 if (lprefix[d] & FLAG_PREFIX) {
                     s = FLAG_PREFIX;  /* this digit is done */
                 } else if (ring_ok) {
-                    s = status[useslot + d];
+                    s = status_load(&status[useslot + d]);
                     if ((s & EPOCH_BIT) != uepoch || (s & FLAG_MASK) == 0
                         || (dist == LOOKBACK && !(s & FLAG_PREFIX)))
                         s = 0;
@@ -361,7 +382,7 @@ ${unroll}
                     if (words[q] == 0) {
                         words[q] = FLAG_AGG | uepoch | lfb[d];
                         if (dist <= LOOKBACK) {
-                            const uint cur = status[useslot + d];
+                            const uint cur = status_load(&status[useslot + d]);
                             if ((cur & EPOCH_BIT) != uepoch || (cur & FLAG_MASK) == 0)
                                 atomic_cmpxchg(&status[useslot + d], cur, words[q]);
                         }
@@ -397,7 +418,7 @@ ${unroll}
         const uint excl = lprefix[d] & VALUE_MASK;
         lprefix[d] = excl;
         if (t > 0)
-            status[slot + d] = FLAG_PREFIX | epoch | (excl + ltotal[d]);
+            status_store(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
         if (t == num_tiles - 1)
             bins_out[d] = lbins[d] + excl + ltotal[d];
     }
@@ -407,11 +428,11 @@ ${unroll}
     if (lid == 0) {
 % if ring_guard == "tail":
         /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits */
-        while ((counters[1] & TAIL_MASK) != (t & TAIL_MASK))
+        while ((status_load(&counters[1]) & TAIL_MASK) != (t & TAIL_MASK))
             ;
         atomic_inc(&counters[1]);
 % else:
-        done[t % RING] = t + 1;
+        status_store(&done[t % RING], t + 1);
 % endif
     }
 

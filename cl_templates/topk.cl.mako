@@ -74,7 +74,7 @@ ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 
 typedef struct {
-    KEY_T pkey;        /* resolved digits of sel */
+    ulong pkey;        /* resolved digits of sel (a KEY_T) */
     INDEX_T ppos;      /* resolved digits of pos */
     INDEX_T need;      /* pairs still to select from the pivot bucket */
     INDEX_T count;     /* pairs in the pivot bucket */
@@ -82,6 +82,7 @@ typedef struct {
     uint digits;       /* digits resolved */
     uint bucket;       /* the last pivot digit */
     uint flags;
+    uint pad;          /* no padding bytes: every byte of a copied state is written */
 } row_state;
 
 ## a counter in global memory; 64-bit ones need cl_khr_int64_base_atomics
@@ -129,6 +130,7 @@ __kernel void topk_init(__global row_state* state, __global INDEX_T* out_count,
     if (lid == 0) {
         row_state s;
         s.pkey = 0;
+        s.pad = 0;
         s.ppos = 0;
         s.need = k;
         s.count = row_len;
@@ -171,7 +173,7 @@ inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, 
         s.bucket = d;
         s.digits = p;
         if (q < KEY_DIGITS)
-            s.pkey |= (KEY_T)((KEY_T)d << (KEY_BITS - DIGIT_BITS * (q + 1)));
+            s.pkey |= (ulong)(KEY_T)((KEY_T)d << (KEY_BITS - DIGIT_BITS * (q + 1)));
         else
             s.ppos |= (INDEX_T)((INDEX_T)d << (pos_bits - DIGIT_BITS * (q - KEY_DIGITS + 1)));
         const bool whole = h == s.need;
@@ -184,7 +186,8 @@ inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, 
     return *lstate;
 }
 
-## Pass p over the rows: group g of a row handles tiles g, g + groups_per_row, ... The first two
+## Pass p over the rows (NDRange groups_per_row x rows groups): group g of a row handles tiles g,
+## g + groups_per_row, ... The first two
 ## passes, which read whole rows, have kernels of their own with p a constant (topk_pass_0,
 ## topk_pass_1): their per-key work folds to a few instructions. Histograms
 ## rotate through three buffers (pass p reads hist_prev, adds into hist_cur, and its group 0
@@ -206,8 +209,8 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
                __global INDEX_T* out_count)
 {
     const uint p = ${"p_arg" if P is None else P};   /* a constant in the first passes' kernels */
-    const uint row = get_group_id(0) / groups_per_row;
-    const uint g = get_group_id(0) % groups_per_row;
+    const uint row = get_group_id(1);
+    const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
     __local INDEX_T iscratch[WG];
     __local row_state lstate;
@@ -284,7 +287,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             const KEY_T sel = order_key(x[i], flip);
             const INDEX_T pi = pos[i];
             /* elements that left the pivot's bucket at an earlier digit were decided then */
-            const bool match = valid && (from_cands || (((sel ^ st.pkey) & kmask) == 0
+            const bool match = valid && (from_cands || (((sel ^ (KEY_T)st.pkey) & kmask) == 0
                                                         && ((pi ^ st.ppos) & pmask) == 0));
             const uint d = p > 0 ? digit_at(sel, pi, p - 1, pos_bits) : bucket;
             const bool take = match && (d < bucket || (d == bucket && last));
@@ -395,6 +398,7 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_I
             lsel[i] = order_key(x, flip);
             lpos[i] = sel_idx[(size_t)row * k + i];
         } else {
+            lkey[i] = (KEY_T)0;
             lsel[i] = (KEY_T)~(KEY_T)0;   /* padding sorts behind every pair */
             lpos[i] = (OUT_INDEX_T)~(OUT_INDEX_T)0;
         }

@@ -28,7 +28,8 @@ class Onesweep(DigitPasses):
                     lookback=pol.lookback, spin_limit=pol.spin_limit,
                     ring_guard=pol.ring_guard, experiment=EXPERIMENT,
                     tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
-                    force_fallback=bool(pol.force_fallback))
+                    force_fallback=bool(pol.force_fallback),
+                    status_ptx=self.profile.is_nvidia and self.profile.is_gpu)
 
     def __init__(self, *args):
         super().__init__(*args)

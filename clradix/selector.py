@@ -211,12 +211,12 @@ class Selector:
         wg = plan["wg"]
         evt = kn.init(queue, (rows * RADIX,), (RADIX,), states[0], out_count, cand_count,
                       *hists, np.uint32(rows), idx_t(k), idx_t(row_len), wait_for=wait or None)
-        gsize = (rows * plan["groups"] * wg,)
+        gsize = (plan["groups"] * wg, rows)
         digits = plan["digits"]
         for p in range(digits + 1):
             cin = (p + 1) % 2
             knl = kn.passes[min(p, 2)]
-            evt = knl(queue, gsize, (wg,), src.buffer, src.offset, row_len, k, cap, p,
+            evt = knl(queue, gsize, (wg, 1), src.buffer, src.offset, row_len, k, cap, p,
                            plan["pos_bits"], plan["groups"], rows, flip, row_mul, states[p % 2],
                            states[(p + 1) % 2], hists[(p + 2) % 3], hists[p % 3],
                            hists[(p + 1) % 3], cand_key[cin], cand_pos[cin], cand_key[p % 2],

@@ -1,0 +1,374 @@
+"""Every kernel family on the oclgrind simulator with its checkers on: any report fails the test.
+
+Runs only when ``CLRADIX_TEST_DEVICES`` names oclgrind (Debian's ``oclgrind`` package, registered
+with the OpenCL loader by ``scripts/oclgrind-icd.sh``; ``.ci/run`` does both)::
+
+    OCL_ICD_VENDORS=$(bash scripts/oclgrind-icd.sh) CLRADIX_TEST_DEVICES=oclgrind \\
+        PYOPENCL_NO_CACHE=1 python -m pytest -q tests/test_oclgrind.py
+
+(``PYOPENCL_NO_CACHE=1`` builds from source, so that reports quote the kernel source lines.)
+
+oclgrind interprets every work-item and checks every access: data races in local and global
+memory, between work-groups too, including writes of equal values (OCLGRIND_DATA_RACES,
+OCLGRIND_UNIFORM_WRITES); reads and writes out of bounds (always on); uses of uninitialised values
+(OCLGRIND_UNINITIALIZED); and invalid OpenCL calls (OCLGRIND_CHECK_API). Kernel reports go to a log
+file (OCLGRIND_LOG), API reports to stderr; a case fails when either gained a report, and every
+case also compares its results with numpy. The simulator is slow, so sizes are tiny, but the
+work-groups are small too: every case has several tiles (several reduce-then-scan blocks; an
+onesweep status ring that wraps around).
+
+Shortcomings of oclgrind 21.10 (Debian 12's) are worked around here:
+
+- its uninitialised-value checker does not see ``clEnqueueFillBuffer`` writing memory (it would
+  report onesweep's zeroed tables), so fills are made host writes of the same bytes;
+- that checker keeps what it knows of a released buffer for the next buffer that takes its
+  number (its size too: it then reports reads of memory the kernels wrote), so no buffer is
+  released while the module runs: the tests keep their arrays, sorts take their temporaries from
+  an allocator that keeps them, and top-k's stay in its memory pool;
+- that checker stops a kernel at clang's ``freeze`` instruction, which clang makes of a ``/`` and
+  ``%`` by the same value unknown at compile time (onesweep's ring sizes that are not a power of
+  two, the row length in top-k's global-sort route): those cases run in a second context without
+  it (races, bounds and API calls are still checked);
+- pyopencl asks every device for NVIDIA's compute capability before a kernel call (and expects the
+  error it gets elsewhere), which the API checker reports: here the answer is None without asking.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pyopencl.characterize
+import pytest
+
+import clradix
+from clradix import onesweep
+from clradix import sorter as sorter_mod
+from clradix.device import DeviceProfile
+from clradix.policy import RANKINGS, ranking_backends
+
+from data import float_specials
+from reference import bits_of, ref_argsort
+
+pytestmark = pytest.mark.skipif(
+    "oclgrind" not in os.environ.get("CLRADIX_TEST_DEVICES", "").lower(),
+    reason="oclgrind checks run with CLRADIX_TEST_DEVICES=oclgrind (see the module docstring)")
+
+# The checkers (oclgrind reads them when a context is created).
+CHECKS = {
+    "OCLGRIND_DATA_RACES": "1",
+    "OCLGRIND_UNIFORM_WRITES": "1",
+    "OCLGRIND_UNINITIALIZED": "1",
+    "OCLGRIND_CHECK_API": "1",
+}
+CHECKS_BUT_UNINITIALIZED = {k: v for k, v in CHECKS.items() if k != "OCLGRIND_UNINITIALIZED"}
+
+DTYPES = [np.dtype(d) for d in ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                                "int64", "float16", "float32", "float64")]
+# The keys of the main matrix (every width, unsigned and float); the rest run in fewer cases.
+MAIN_DTYPES = [np.dtype(d) for d in ("uint8", "uint16", "uint32", "uint64", "float32", "float64")]
+OTHER_DTYPES = [d for d in DTYPES if d not in MAIN_DTYPES]
+# The values of key-value cases: every width, each with keys of several widths.
+VALUE_DTYPE = {"uint8": "V16", "uint16": "uint8", "uint32": "uint64", "uint64": "uint16",
+               "int8": "uint32", "int16": "uint64", "int32": "uint16", "int64": "V16",
+               "float16": "uint8", "float32": "uint32", "float64": "V16"}
+MODES = ("keys", "key-value", "argsort")
+
+# Tiny tiles, so that tiny sorts have several: each algorithm's policy and its size of sort.
+WG, IPT = 32, 2
+TILE = WG * IPT
+POLICIES = {
+    "single_wg": dict(algorithm="single_wg", wg_size=WG, items_per_thread=4),
+    "reduce_then_scan": dict(algorithm="reduce_then_scan", wg_size=WG, items_per_thread=IPT,
+                             blocks_per_cu=2),
+    # 16-wide (emulated) subgroups, two per work-group; a ring of 4 tiles, look-back 2
+    "onesweep": dict(algorithm="onesweep", wg_size=WG, items_per_thread=IPT, ranking="local",
+                     sg_size=16, ring_slots=4, lookback=2),
+}
+SIZES = {"single_wg": 4 * WG - 27, "reduce_then_scan": 5 * TILE + 7, "onesweep": 5 * TILE + 5}
+
+
+class Grind:
+    """An oclgrind context with the checkers of ``env``, its reports, and the Sorters built on it."""
+
+    def __init__(self, env):
+        devices = [d for p in cl.get_platforms() if "oclgrind" in p.name.lower()
+                   for d in p.get_devices()]
+        if not devices:
+            pytest.fail("CLRADIX_TEST_DEVICES names oclgrind, but no oclgrind platform is "
+                        "registered (OCL_ICD_VENDORS=$(bash scripts/oclgrind-icd.sh))")
+        fd, self.log = tempfile.mkstemp(prefix="clradix-oclgrind-", suffix=".log")
+        os.close(fd)
+        env = dict(env, OCLGRIND_LOG=self.log)
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            self.context = cl.Context([devices[0]])
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.queue = cl.CommandQueue(self.context)
+        self.profile = DeviceProfile.from_device(devices[0])
+        self._read = 0
+        self._sorters = {}
+        self._kept = []
+
+    def alloc(self, nbytes):
+        """An allocator whose buffers live as long as the module (see the module docstring)."""
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
+        self._kept.append(buf)
+        return buf
+
+    def keep(self, *objs):
+        self._kept.extend(objs)
+        return objs[0] if len(objs) == 1 else objs
+
+    def to_device(self, a):
+        return self.keep(cl_array.to_device(self.queue, a, allocator=self.alloc))
+
+    def sorter(self, **policy):
+        key = tuple(sorted(policy.items()))
+        if key not in self._sorters:
+            self._sorters[key] = clradix.Sorter(self.context, allocator=self.alloc, **policy)
+        return self._sorters[key]
+
+    def new_reports(self):
+        """The kernel reports logged since the last call."""
+        self.queue.finish()
+        with open(self.log, errors="replace") as f:
+            f.seek(self._read)
+            text = f.read()
+            self._read = f.tell()
+        return text
+
+
+@pytest.fixture(scope="module")
+def grind():
+    return Grind(CHECKS)
+
+
+@pytest.fixture(scope="module")
+def grind_without_uninitialized():
+    return Grind(CHECKS_BUT_UNINITIALIZED)
+
+
+def _fill_by_writing(queue, mem, pattern, offset, size, wait_for=None):
+    """clEnqueueFillBuffer as a host write of the same bytes (see the module docstring)."""
+    pattern = np.frombuffer(np.ascontiguousarray(pattern).tobytes(), np.uint8)
+    data = np.tile(pattern, size // pattern.size)
+    return cl.enqueue_copy(queue, mem, data, dst_offset=offset, wait_for=wait_for,
+                           is_blocking=True)
+
+
+def _checked(grind, capfd, monkeypatch):
+    """Yields ``grind`` for one case, then fails the case if oclgrind reported anything."""
+    monkeypatch.setattr(cl, "enqueue_fill_buffer", _fill_by_writing)
+    monkeypatch.setattr(pyopencl.characterize, "nv_compute_capability", lambda dev: None)
+    grind.new_reports()
+    capfd.readouterr()
+    yield grind
+    kernel_reports = grind.new_reports()
+    err = capfd.readouterr().err
+    assert not kernel_reports.strip() and "oclgrind" not in err.lower(), (
+        "oclgrind reported:\n" + (kernel_reports + "\n" + err)[:20000])
+
+
+@pytest.fixture
+def g(grind, capfd, monkeypatch):
+    """The oclgrind context with every checker, for one case."""
+    yield from _checked(grind, capfd, monkeypatch)
+
+
+@pytest.fixture
+def g_without_uninitialized(grind_without_uninitialized, capfd, monkeypatch):
+    yield from _checked(grind_without_uninitialized, capfd, monkeypatch)
+
+
+def _values(rng, n, dtype):
+    dtype = np.dtype(dtype)
+    return rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8).view(dtype)
+
+
+def check_sort(g, sorter, keys, mode, *, descending=False, begin_bit=0, end_bit=None, rng=None):
+    """Sort (``mode`` "keys" or "key-value") or argsort ``keys`` on oclgrind; compare with numpy."""
+    q = g.queue
+    kw = dict(descending=descending, begin_bit=begin_bit, end_bit=end_bit)
+    order = ref_argsort(keys, **kw)
+    d = g.to_device(keys)
+    if mode == "argsort":
+        idx, evt = sorter.argsort(q, d, **kw)
+        g.keep(idx)
+        evt.wait()
+        np.testing.assert_array_equal(idx.get(), order)
+        np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys))  # keys left alone
+        return
+    vals = v = None
+    if mode == "key-value":
+        vals = _values(rng, keys.size, VALUE_DTYPE[keys.dtype.name])
+        v = g.to_device(vals)
+    sorter.sort(q, d, values=v, **kw).wait()
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys[order]))
+    if vals is not None:
+        np.testing.assert_array_equal(v.get().view(np.uint8), vals[order].view(np.uint8))
+
+
+# ----------------------------------------------------------------------------- every algorithm
+
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", MAIN_DTYPES, ids=str)
+@pytest.mark.parametrize("radix_bits", [2, 4, 8])
+@pytest.mark.parametrize("algorithm", list(POLICIES))
+def test_sort(g, rng, algorithm, radix_bits, dtype, mode, descending):
+    sorter = g.sorter(radix_bits=radix_bits, **POLICIES[algorithm])
+    check_sort(g, sorter, float_specials(rng, dtype, SIZES[algorithm]), mode,
+               descending=descending, rng=rng)
+
+
+@pytest.mark.parametrize("dtype", OTHER_DTYPES, ids=str)
+@pytest.mark.parametrize("algorithm", list(POLICIES))
+def test_other_key_kinds(g, rng, algorithm, dtype):
+    """Signed integers and float16: key-value, both directions."""
+    sorter = g.sorter(radix_bits=4, **POLICIES[algorithm])
+    keys = float_specials(rng, dtype, SIZES[algorithm])
+    check_sort(g, sorter, keys, "key-value", rng=rng)
+    check_sort(g, sorter, keys, "key-value", descending=True, rng=rng)
+
+
+@pytest.mark.parametrize("algorithm", list(POLICIES))
+def test_bit_ranges_and_no_bits(g, rng, algorithm):
+    """A bit range inside the key, and an argsort by no bits (the iota kernel)."""
+    sorter = g.sorter(radix_bits=4, **POLICIES[algorithm])
+    keys = float_specials(rng, np.uint32, SIZES[algorithm])
+    check_sort(g, sorter, keys, "key-value", begin_bit=3, end_bit=13, rng=rng)
+    check_sort(g, sorter, keys, "argsort", begin_bit=5, end_bit=5)
+
+
+@pytest.mark.parametrize("algorithm", ["reduce_then_scan", "onesweep"])
+def test_64bit_offsets(g, rng, algorithm, monkeypatch):
+    """The kernels with 64-bit indices and offsets (used from 2**31 keys on)."""
+    monkeypatch.setattr(sorter_mod, "INDEX32_LIMIT", 0)
+    sorter = clradix.Sorter(g.context, radix_bits=8, allocator=g.alloc, **POLICIES[algorithm])
+    for mode in MODES:
+        check_sort(g, sorter, float_specials(rng, np.float32, SIZES[algorithm]), mode, rng=rng)
+
+
+# ----------------------------------------------------------------------------- onesweep
+
+def _onesweep(g, ranking, **kw):
+    if ranking not in ranking_backends(g.profile):
+        pytest.skip(f"the {ranking} ranking back-end is not available on oclgrind")
+    pol = dict(POLICIES["onesweep"], ranking=ranking, sg_size=32 if ranking == "ptx" else 16)
+    pol.update(kw)
+    return g.sorter(**pol)
+
+
+ONESWEEP_CASES = {
+    # a ring of 4 tiles, wrapping around every 4 tiles
+    "ring-wrap": dict(),
+    # every look-back counts its predecessors' digits from their keys
+    "force-fallback": dict(force_fallback=True),
+    # look-back falls back at once on a predecessor that has not published
+    "spin-limit-1": dict(spin_limit=1),
+    # the in-order tail counter, instead of done words, guards the ring slots
+    "tail-guard": dict(ring_guard="tail", tail_bits=1, ring_slots=4, lookback=2),
+    # a look-back of one tile (only a predecessor's inclusive prefix will do), a ring of 2
+    "lookback-1": dict(ring_slots=2, lookback=1),
+}
+
+
+def _onesweep_case(g, rng, sorter):
+    n = 10 * TILE + 3
+    check_sort(g, sorter, float_specials(rng, np.float32, n), "key-value", rng=rng)
+    check_sort(g, sorter, float_specials(rng, np.uint64, n), "argsort", descending=True)
+
+
+@pytest.mark.parametrize("case", list(ONESWEEP_CASES))
+@pytest.mark.parametrize("ranking", RANKINGS)
+def test_onesweep(g, rng, ranking, case):
+    for radix_bits in (4, 8):
+        _onesweep_case(g, rng, _onesweep(g, ranking, radix_bits=radix_bits,
+                                         **ONESWEEP_CASES[case]))
+
+
+@pytest.mark.parametrize("ring", [dict(ring_slots=5, lookback=2),
+                                  dict(ring_slots=6, lookback=2, ring_guard="tail", tail_bits=2)],
+                         ids=["flags", "tail"])
+def test_onesweep_ring_not_a_power_of_two(g_without_uninitialized, rng, ring):
+    g = g_without_uninitialized
+    _onesweep_case(g, rng, _onesweep(g, "local", radix_bits=8, **ring))
+
+
+def test_onesweep_portions(g, rng, monkeypatch):
+    """Sorts of several portions (launches per pass; from 2**28 keys on)."""
+    monkeypatch.setattr(onesweep, "PORTION", 3 * TILE + 5)
+    sorter = _onesweep(g, "local", radix_bits=8)
+    check_sort(g, sorter, float_specials(rng, np.float64, 11 * TILE + 1), "key-value", rng=rng)
+    check_sort(g, sorter, float_specials(rng, np.uint16, 7 * TILE), "argsort", descending=True)
+
+
+# ----------------------------------------------------------------------------- top-k
+# The one place of the top-k entry point, ``clradix.topk(array, k, largest=, sorted=)`` returning
+# (values, indices) pyopencl arrays, of a 1-D array or of each row of a 2-D one. A case is
+# (shape, k, largest, sorted, dtype); k == -1 stands for the whole row.
+
+TOPK_CASES = [
+    (shape, k, largest, srt, dtype)
+    for shape in ((300,), (3, 70))
+    for k in (1, 5, -1)
+    for largest, srt in ((True, True), (False, True), (True, False))
+    for dtype in ("float32", "uint64")
+] + [((257,), 5, True, True, dt) for dt in ("uint8", "int16", "float64")]
+
+
+def _topk_entry():
+    topk = getattr(clradix, "topk", None)
+    if topk is None:
+        pytest.skip("clradix.topk is not there yet")
+    return topk
+
+
+def _ref_topk(a, k, largest):
+    """numpy's top-k along the last axis: values in order, ties to the smaller position."""
+    okey = clradix.key_codec(a.dtype).order_key(a.reshape(-1)).reshape(a.shape)
+    if largest:
+        okey = ~okey
+    order = np.argsort(okey, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(a, order, axis=-1), order
+
+
+@pytest.mark.parametrize("shape,k,largest,srt,dtype", TOPK_CASES,
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_topk(g, rng, shape, k, largest, srt, dtype):
+    topk = _topk_entry()
+    a = float_specials(rng, np.dtype(dtype), int(np.prod(shape))).reshape(shape)
+    k = shape[-1] if k == -1 else k
+    values, indices = g.keep(*topk(g.to_device(a), k, largest=largest, sorted=srt))
+    values, indices = values.get(), indices.get().astype(np.int64)
+    ref_values, ref_indices = _ref_topk(a, k, largest)
+    if not srt:  # any order: compare in the order of positions
+        order = np.argsort(indices, axis=-1, kind="stable")
+        values = np.take_along_axis(values, order, axis=-1)
+        indices = np.take_along_axis(indices, order, axis=-1)
+        ref_indices = np.sort(ref_indices, axis=-1)
+        ref_values = np.take_along_axis(a, ref_indices, axis=-1)
+    np.testing.assert_array_equal(indices, ref_indices)
+    np.testing.assert_array_equal(bits_of(values), bits_of(ref_values))
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
+    """k above the local-memory sort: the selected pairs are ordered by radix sorts, then gathered
+    (see the module docstring for why without the uninitialised-value checker)."""
+    g = g_without_uninitialized
+    sel = clradix.Selector(g.context, sort_size=2, allocator=g.alloc)
+    a = float_specials(rng, np.dtype("float32"), rows * 90).reshape(rows, 90)
+    values, indices, _ = sel.topk(g.queue, g.to_device(a), 7)
+    g.keep(values, indices)
+    ref_values, ref_indices = _ref_topk(a, 7, True)
+    np.testing.assert_array_equal(indices.get().astype(np.int64), ref_indices)
+    np.testing.assert_array_equal(bits_of(values.get()), bits_of(ref_values))
