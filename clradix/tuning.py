@@ -135,23 +135,34 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
             src = cl_array.to_device(queue, keys)
             work = cl_array.empty_like(src)
             default = plan_sort(profile, key_codec(dt), None, n)
-            best = None
+
+            def run_once(sorter):
+                cl.enqueue_copy(queue, work.data, src.data)
+                m0 = cl.enqueue_marker(queue)
+                evt = sorter.sort(queue, work)
+                evt.wait()
+                return (evt.profile.end - m0.profile.end) * 1e-6
+
+            # build, warm up and check every candidate first ...
+            timed = []
             for pol in candidates(profile, dt, n):
                 sorter = Sorter(ctx, **asdict(pol))
-                times = []
                 try:
-                    for rep in range(repeat + 1):
-                        cl.enqueue_copy(queue, work.data, src.data)
-                        m0 = cl.enqueue_marker(queue)
-                        evt = sorter.sort(queue, work)
-                        evt.wait()
-                        if rep:
-                            times.append((evt.profile.end - m0.profile.end) * 1e-6)
+                    run_once(sorter)
                 except Exception as exc:  # a candidate the driver cannot run is skipped
                     log(f"  skipped {pol}: {type(exc).__name__}: {str(exc)[:200]}")
                     continue
                 if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
                     raise AssertionError(f"{pol} sorted {dt} 2^{lg} wrongly on {profile.describe()}")
+                timed.append((pol, sorter, []))
+            # ... then time them round-robin, the order rotating each round, so that a slow spell
+            # of the machine falls on every candidate alike rather than on a few
+            for rep in range(repeat):
+                shift = rep % max(len(timed), 1)
+                for pol, sorter, times in timed[shift:] + timed[:shift]:
+                    times.append(run_once(sorter))
+            best = None
+            for pol, _, times in timed:
                 ms = float(np.median(times))
                 rows.append(dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms,
                                  default=pol == default))
