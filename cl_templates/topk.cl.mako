@@ -226,9 +226,17 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     }
     if (st.flags & F_DONE)
         return;
+% if P == 0:
+    const bool last = false, from_cands = false, write = false;   /* nothing decided yet */
+% elif P == 1:
+    const bool last = (st.flags & F_LAST) != 0;
+    const bool from_cands = false;                 /* pass 0 writes no candidates */
+    const bool write = (st.flags & F_WRITE) != 0;
+% else:
     const bool last = (st.flags & F_LAST) != 0;
     const bool from_cands = (st.flags & F_SRC_CANDS) != 0;
     const bool write = (st.flags & F_WRITE) != 0;
+% endif
     __global INDEX_T* cout_count = cand_count + (size_t)(p & 1) * rows + row;
     const INDEX_T n_src = from_cands ? st.src_count : row_len;
     const KEY_T kmask = key_mask(p == 0 ? 0 : p - 1);
@@ -237,20 +245,24 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
 
     __local uint lhist[RADIX * NSUB];
     __local uint scratch[WG];
-    __local uint l_any;
+    /* "some work-item of the tile has output": one flag per tile in a rotation of three, so one
+       barrier per tile suffices (tile t's flag is cleared during tile t + 1, once every work-item
+       has read it, and set again only in tile t + 3) */
+    __local uint l_any[3];
     __local INDEX_T l_sel_base, l_cand_base;
     for (uint d = lid; d < RADIX * NSUB; d += WG)
         lhist[d] = 0;
-    if (lid == 0)
-        l_any = 0;
+    if (lid < 3)
+        l_any[lid] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
+    uint tile_no = 0;
 
     const __global KEY_T* src_key = from_cands ? cin_key + (size_t)row * cap
                                                : keys + keys_off + (size_t)row * row_len;
     const __global INDEX_T* src_pos = cin_pos + (size_t)row * cap;
 
-    for (INDEX_T base = (INDEX_T)g * TILE; base < n_src; base += (INDEX_T)groups_per_row * TILE) {
-        barrier(CLK_LOCAL_MEM_FENCE);
+    for (INDEX_T base = (INDEX_T)g * TILE; base < n_src;
+         base += (INDEX_T)groups_per_row * TILE, ++tile_no) {
         KEY_T x[IPT];
         INDEX_T pos[IPT];
         uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
@@ -324,16 +336,18 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             n_cand += cand && write ? 1u : 0u;
         }
         if (n_take | n_cand)
-            atomic_or(&l_any, 1u);
+            atomic_or(&l_any[tile_no % 3], 1u);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (l_any) {
+        const uint any = l_any[tile_no % 3];
+        if (lid == 0)
+            l_any[(tile_no + 2) % 3] = 0;
+        if (any) {
             /* output slots in tile order: a work-group scan of (taken, candidates) */
             uint total;
             const uint before = wg_scan_uint(n_take | (n_cand << 16), scratch, lid, &total);
             if (lid == 0) {
                 l_sel_base = (total & 0xffffu) ? COUNTER_ADD(out_count + row, total & 0xffffu) : 0;
                 l_cand_base = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
-                l_any = 0;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             INDEX_T o = l_sel_base + (before & 0xffffu);

@@ -372,3 +372,16 @@ def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     ref_values, ref_indices = _ref_topk(a, 7, True)
     np.testing.assert_array_equal(indices.get().astype(np.int64), ref_indices)
     np.testing.assert_array_equal(bits_of(values.get()), bits_of(ref_values))
+
+
+def test_topk_many_tiles_per_group(g, rng):
+    """Small tiles, one work-group per row: each group walks several tiles (its per-tile flags
+    rotate), with output and candidates written in most of them."""
+    sel = clradix.Selector(g.context, items_per_thread=2, groups_per_cu=1, allocator=g.alloc)
+    a = (rng.integers(0, 40, 2 * 1500).astype(np.float32) - 20).reshape(2, 1500)
+    for k in (3, 700):
+        values, indices, _ = sel.topk(g.queue, g.to_device(a), k)
+        g.keep(values, indices)
+        ref_values, ref_indices = _ref_topk(a, k, True)
+        np.testing.assert_array_equal(indices.get().astype(np.int64), ref_indices)
+        np.testing.assert_array_equal(bits_of(values.get()), bits_of(ref_values))

@@ -225,3 +225,12 @@ def test_memory_pool_allocator(ctx, queue, rng):
     for k in (10, 3000):
         values, indices = run(queue, x, k, True, True, selector=sel)
         check(x, k, values, indices, True, True)
+
+
+def test_many_tiles_per_group(ctx, queue, rng):
+    sel = clradix.Selector(ctx, items_per_thread=2, groups_per_cu=1)
+    x = rng.integers(0, 40, (3, 20000)).astype(np.int32)
+    for k in (1, 5000, 20000):
+        for sorted_ in (True, False):
+            values, indices = run(queue, x, k, True, sorted_, selector=sel)
+            check(x, k, values, indices, True, sorted_)
