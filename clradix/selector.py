@@ -141,10 +141,10 @@ class Selector:
         index_name, index_np = ("uint", np.uint32) if row_len < INDEX32_LIMIT else \
             ("ulong", np.uint64)
         idx_np = np.uint32 if row_len < 2 ** 32 else np.uint64
-        # H200, float32 / uint32 2^28, k = 1000 (benchmarks/gpu_topk.py --variants): 4 items per
-        # work-item and 32 groups per CU 2.07 / 1.67 ms; 8x32 2.13 / 1.72; 8x8 2.16 / 1.72;
-        # 16x8 2.39 / 1.87 (fewer registers per work-item keep more loads in flight).
-        ipt = self.items_per_thread or (4 if prof.is_gpu else 8)
+        # H200, float32 / uint32 2^28, k = 1000 (benchmarks/gpu_topk.py --variants): 8 items per
+        # work-item and 32 groups per CU 1.73 / 1.35 ms; 4x32 1.83 / 1.46; 4x8 2.08 / 1.67; an
+        # earlier kernel: 16x8 2.39 / 1.87, 32x8 4.1 / 3.5 (more registers, fewer loads in flight).
+        ipt = self.items_per_thread or 8
         wg = self.wg_size
         sort_size = self.sort_size or _local_sort_size(prof, codec.itemsize, wg)
         if not sorted or k == 1:
