@@ -61,6 +61,21 @@ def entropy_reduced(rng, dtype, n):
     return u.view(dtype)
 
 
+def special_bits(dtype):
+    """(bit patterns of +-0, +-inf, NaNs of both signs and several payloads, subnormals;
+    mantissa bits; sign bit; exponent bits) of a float dtype."""
+    codec = key_codec(dtype)
+    bits = codec.bits
+    mant = {16: 10, 32: 23, 64: 52}[bits]
+    sign = 1 << (bits - 1)
+    exp_all = ((1 << (bits - 1 - mant)) - 1) << mant
+    pool = np.array([0, sign, exp_all, sign | exp_all,
+                     exp_all | 1, sign | exp_all | 1, exp_all | (1 << (mant - 1)),
+                     sign | exp_all | ((1 << mant) - 1), 1, sign | 1, (1 << mant) - 1,
+                     sign | 5], dtype=codec.unsigned_dtype)
+    return pool, mant, sign, exp_all
+
+
 def float_specials(rng, dtype, n):
     """Random floats salted with NaNs of both signs and many payloads, +-0, +-inf, subnormals."""
     d = np.dtype(dtype)
@@ -68,15 +83,8 @@ def float_specials(rng, dtype, n):
         return uniform(rng, dtype, n)
     codec = key_codec(d)
     ut = codec.unsigned_dtype.type
-    bits = codec.bits
-    mant = {16: 10, 32: 23, 64: 52}[bits]
-    sign = 1 << (bits - 1)
-    exp_all = ((1 << (bits - 1 - mant)) - 1) << mant
+    specials, mant, sign, exp_all = special_bits(d)
     x = _finite(rng, d, n).view(codec.unsigned_dtype).copy()
-    specials = np.array([0, sign, exp_all, sign | exp_all,
-                         exp_all | 1, sign | exp_all | 1, exp_all | (1 << (mant - 1)),
-                         sign | exp_all | ((1 << mant) - 1), 1, sign | 1, (1 << mant) - 1,
-                         sign | 5], dtype=codec.unsigned_dtype)
     pick = rng.random(n) < 0.3
     x[pick] = specials[rng.integers(0, len(specials), int(pick.sum()))]
     nan_payload = rng.random(n) < 0.05

@@ -20,7 +20,7 @@ import clradix
 from clradix.keys import KEY_DTYPES, key_codec
 
 from conftest import poison
-from data import all_equal, float_specials, reverse_sorted, sorted_keys, uniform
+from data import all_equal, float_specials, reverse_sorted, sorted_keys, special_bits, uniform
 from reference import bits_of, ref_argsort
 
 EXAMPLES = int(os.environ.get("CLRADIX_HYPOTHESIS_EXAMPLES", "200"))
@@ -41,13 +41,7 @@ def special_heavy(rng, dtype, n):
     if d.kind != "f":
         return uniform(rng, d, n)
     codec = key_codec(d)
-    bits = codec.bits
-    mant = {16: 10, 32: 23, 64: 52}[bits]
-    sign = 1 << (bits - 1)
-    exp_all = ((1 << (bits - 1 - mant)) - 1) << mant
-    pool = np.array([0, sign, exp_all, sign | exp_all, exp_all | 1, sign | exp_all | 1,
-                     exp_all | (1 << (mant - 1)), sign | exp_all | ((1 << mant) - 1)],
-                    dtype=codec.unsigned_dtype)
+    pool = special_bits(d)[0][:8]   # zeros, infinities, NaNs
     out = float_specials(rng, d, n).view(codec.unsigned_dtype).copy()
     pick = rng.random(n) < 0.7
     out[pick] = pool[rng.integers(0, len(pool), int(pick.sum()))]
