@@ -272,7 +272,7 @@ def main():
                       backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                       lookback=pol.lookback, spin_limit=pol.spin_limit,
                       ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=None,
-                      force_fallback=False, status_ptx=True)
+                      force_fallback=False, status_atomics="ptx")
         for opts in (["-cl-nv-verbose"], ["-cl-nv-verbose", "-cl-nv-maxrregcount=64"],
                      ["-cl-nv-verbose", "-cl-nv-maxrregcount", "64"]):
             try:

@@ -144,10 +144,12 @@ void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict b
 
 inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
 
-/* Reads and writes of words that other work-groups access during the launch. OpenCL 1.2 has no
-   atomic load or store: a read-modify-write that changes nothing, and an exchange. NVIDIA GPUs
-   (status_ptx) use PTX's relaxed atomic load and store instead, as cheap as plain accesses. */
-% if status_ptx:
+/* Reads and writes of words that other work-groups access during the launch (status_atomics):
+   "ptx" NVIDIA GPUs: PTX's relaxed atomic load and store, as cheap as plain accesses; "c11"
+   OpenCL C 2.0+: relaxed atomic_load_explicit / atomic_store_explicit (plain moves on a CPU);
+   "cl12" OpenCL 1.2, which has no atomic load or store: a read-modify-write that changes nothing,
+   and an exchange. */
+% if status_atomics == "ptx":
 inline uint status_load(__global volatile uint* p)
 {
     uint r;
@@ -157,6 +159,17 @@ inline uint status_load(__global volatile uint* p)
 inline void status_store(__global volatile uint* p, uint v)
 {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+% elif status_atomics == "c11":
+inline uint status_load(__global volatile uint* p)
+{
+    return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_relaxed,
+                                memory_scope_device);
+}
+inline void status_store(__global volatile uint* p, uint v)
+{
+    atomic_store_explicit((volatile __global atomic_uint*)p, v, memory_order_relaxed,
+                          memory_scope_device);
 }
 % else:
 inline uint status_load(__global volatile uint* p) { return atomic_or(p, 0u); }

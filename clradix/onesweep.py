@@ -6,6 +6,8 @@ look-back words hold 29-bit counts). Temporary memory beyond the ping-pong buffe
 status ring (ring_slots x 2**radix_bits words) and three small digit tables.
 """
 
+import re
+
 import numpy as np
 import pyopencl as cl
 
@@ -29,7 +31,22 @@ class Onesweep(DigitPasses):
                     ring_guard=pol.ring_guard, experiment=EXPERIMENT,
                     tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
                     force_fallback=bool(pol.force_fallback),
-                    status_ptx=self.profile.is_nvidia and self.profile.is_gpu)
+                    status_atomics=self._status_atomics())
+
+    def _status_atomics(self):
+        """How work-groups read and write the status words: PTX relaxed loads and stores on NVIDIA
+        GPUs; OpenCL C 2.0 relaxed atomic loads and stores where the compiler has them (plain
+        accesses on a CPU); else OpenCL 1.2 read-modify-writes (correct, but each is a locked
+        instruction on a CPU)."""
+        if self.profile.is_nvidia and self.profile.is_gpu:
+            return "ptx"
+        return "c11" if _c_version(self.device) >= (2, 0) else "cl12"
+
+    def build_options(self):
+        if self._status_atomics() == "c11":
+            major, minor = _c_version(self.device)
+            return ["-cl-std=CL3.0" if major >= 3 else "-cl-std=CL2.0"]
+        return []
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -82,3 +99,9 @@ class Onesweep(DigitPasses):
                 evt = self._traced(f"os_pass {p}", self.sweep(queue, (tiles * wg,), (wg,), *args,
                                                               wait_for=[evt]))
         return evt
+
+
+def _c_version(device):
+    """(major, minor) of the device's OpenCL C (CL_DEVICE_OPENCL_C_VERSION, "OpenCL C 3.1 ...")."""
+    m = re.match(r"OpenCL C (\d+)\.(\d+)", getattr(device, "opencl_c_version", "") or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (1, 2)

@@ -45,7 +45,7 @@ class DigitPasses:
         params = dict(codec.template_args(), radix_bits=policy.radix_bits, wg=policy.wg_size,
                       ipt=policy.items_per_thread, value_t=value_t, index_t=index_name)
         params.update(self.template_params(policy))
-        options = []
+        options = list(self.build_options())
         if getattr(policy, "max_registers", 0) and profile.is_nvidia:
             options.append(f"-cl-nv-maxrregcount={policy.max_registers}")
         self.program = programs.get(self.template, params, options)
@@ -72,6 +72,10 @@ class DigitPasses:
 
     def template_params(self, policy):
         return {}
+
+    def build_options(self):
+        """Compiler options the algorithm's template needs on this device."""
+        return []
 
     def pass_buffers(self, p, key_io, val_io, iota):
         """Kernel arguments naming pass ``p``'s inputs and outputs, and whether keys are written.

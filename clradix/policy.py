@@ -76,12 +76,6 @@ _DEFAULTS = {
     # BENCHMARKS.md, "Planner").
     "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
                                 ranking="intel", sg_size=16),
-    # ... and below 2^18 onesweep 4-bit 128x16: over three autotune runs at 2^16 (u32 and f32, 7 to
-    # 15 repeats) it had the best worst case, 1.00-1.19x the best of each run (the 8-bit 256x16
-    # default: up to 1.8x; reduce-then-scan 8-bit 256x16: up to 1.31x). Runs of one policy at 2^16
-    # differ by 10-20 % between runs on the 2 cores measured.
-    "cpu-subgroups-small": SortPolicy("onesweep", radix_bits=4, wg_size=128, items_per_thread=16,
-                                      ranking="intel", sg_size=16),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
     "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
@@ -121,7 +115,11 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     elif profile.is_gpu:
         base = _DEFAULTS["gpu"]
     elif ranking_backends(profile)[0] != "local":
-        base = _DEFAULTS["cpu-subgroups" if n >= (1 << 18) else "cpu-subgroups-small"]
+        # below 2^18 keys the "cpu" entry: timed round-robin (python -m clradix autotune, three
+        # runs of 15-25 repeats at 2^16, u32 and f32) reduce-then-scan 8-bit 256x16 was within
+        # 1.02x of the best in all six rows, onesweep 4-bit 128x16 intel 1.05-1.14x and the
+        # "cpu-subgroups" entry 1.27-1.42x
+        base = _DEFAULTS["cpu-subgroups" if n >= (1 << 18) else "cpu"]
     else:
         base = _DEFAULTS["cpu"]
     fields = {k: v for k, v in overrides.items() if v is not None}
