@@ -20,7 +20,7 @@ import pyopencl.tools as cl_tools
 
 from .device import DeviceProfile
 from .keys import key_codec
-from .operands import _buffer_size, check_context
+from .operands import _buffer_size, check_context, operand
 from .render import ProgramCache
 from .sorter import Sorter, _events
 
@@ -277,15 +277,11 @@ class Selector:
             if rows is not None and rows != (keys.shape[0] if keys.ndim == 2 else 1):
                 raise ValueError(f"keys: rows={rows} disagrees with the array's shape {keys.shape}")
             key_codec(keys.dtype)
-            check_context(self.context, keys.context, "keys")
-            if keys.offset % keys.dtype.itemsize:
-                raise ValueError(f"keys: array offset {keys.offset} bytes is not a multiple of the "
-                                 f"itemsize {keys.dtype.itemsize}")
-            if keys.base_data is not None:
-                _buffer_size(keys.base_data, "keys")
+            # the rows back to back: the checks of a 1-D operand (context, offset, usable buffer)
+            flat = operand(keys.reshape(-1) if keys.ndim == 2 else keys, self.context, "keys")
             n_rows, row_len = (keys.shape if keys.ndim == 2 else (1, keys.shape[0]))
-            return (_Src(keys.base_data, keys.offset // keys.dtype.itemsize, keys.dtype,
-                         list(keys.events)), int(n_rows), int(row_len), tuple(keys.shape))
+            return (_Src(flat.buffer, flat.offset, flat.dtype, list(keys.events)), int(n_rows),
+                    int(row_len), tuple(keys.shape))
         if isinstance(keys, cl.MemoryObjectHolder):
             d = key_codec(dtype if dtype is not None else np.uint32).dtype
             check_context(self.context, keys.context, "keys")
