@@ -129,7 +129,8 @@ def cmd_autotune(args):
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)
         print(f"autotuning {prof.describe()}")
-        winners, rows = autotune(dev, args.dtypes.split(","), sizes, args.repeat)
+        winners, rows = autotune(dev, args.dtypes.split(","), sizes, args.repeat,
+                                 seconds=args.seconds)
         if winners:
             save(prof, winners)
         print(report(rows, prof.describe()))
@@ -161,7 +162,11 @@ def main(argv=None):
     tune.add_argument("--device")
     tune.add_argument("--dtypes", default="uint32,float32")
     tune.add_argument("--sizes", default="16,20,24", help="log2 sizes (16,20,24)")
-    tune.add_argument("--repeat", type=int, default=5)
+    tune.add_argument("--repeat", type=int, default=5,
+                      help="timed pairs per candidate, at least (5)")
+    tune.add_argument("--seconds", type=float, default=0.25,
+                      help="more pairs for short sorts: as many as fit in this many seconds "
+                           "of the default's time (0.25)")
     tune.add_argument("--json", help="also write every timing here")
     args = ap.parse_args(argv)
     if args.cmd is None:

@@ -111,8 +111,13 @@ def candidates(profile, dtype, n):
 
 
 def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, repeat=5,
-             log=print):
-    """Time every candidate on ``device``; return (winners, rows) where rows hold every timing."""
+             log=print, seconds=0.25):
+    """Time every candidate on ``device``; return (winners, rows) where rows hold every timing.
+
+    Each candidate is timed ``repeat`` times, or more where its sorts are short: as many as the
+    planner default's fit in ``seconds`` (at most 500), since a few milliseconds' sorts need many
+    pairs before the median ratio settles (on a shared 2-core machine, 15 pairs at 2**16 keys
+    still moved a candidate by 10 %)."""
     import pyopencl as cl
     import pyopencl.array as cl_array
 
@@ -143,9 +148,10 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
                 evt.wait()
                 return (evt.profile.end - m0.profile.end) * 1e-6
 
-            # build, warm up and check every candidate first ...
+            # build, warm up and check every candidate (and the planner's default) first ...
             timed = []
-            for pol in candidates(profile, dt, n):
+            pols = candidates(profile, dt, n)
+            for pol in ([default] if default not in pols else []) + pols:
                 sorter = Sorter(ctx, **asdict(pol))
                 try:
                     run_once(sorter)
@@ -154,28 +160,57 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
                     continue
                 if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
                     raise AssertionError(f"{pol} sorted {dt} 2^{lg} wrongly on {profile.describe()}")
-                timed.append((pol, sorter, []))
-            # ... then time them round-robin, the order rotating each round, so that a slow spell
-            # of the machine falls on every candidate alike rather than on a few
-            for rep in range(repeat):
-                shift = rep % max(len(timed), 1)
-                for pol, sorter, times in timed[shift:] + timed[:shift]:
-                    times.append(run_once(sorter))
-            best = None
-            for pol, _, times in timed:
-                ms = float(np.median(times))
-                rows.append(dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms,
+                timed.append((pol, sorter))
+            ref_at = next((i for i, (pol, _) in enumerate(timed) if pol == default), None)
+            reps = repeat
+            if ref_at is not None:
+                one = min(run_once(timed[ref_at][1]) for _ in range(3)) * 1e-3
+                reps = max(repeat, min(500, int(seconds / max(one, 1e-6))))
+            for pol, ms, ratio in _time_paired(timed, ref_at, run_once, reps):
+                rows.append(dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms, ratio=ratio,
                                  default=pol == default))
-                if best is None or ms < best[0]:
-                    best = (ms, pol)
-            if best is not None:
-                winners[(str(dt), lg)] = best[1]
-                dms = [r["ms"] for r in rows if r["default"] and r["dtype"] == str(dt)
-                       and r["log2n"] == lg]
-                gap = f"{dms[0] / best[0]:.2f}x the best" if dms else "not among the candidates"
-                log(f"{dt} 2^{lg}: best {best[0]:.3f} ms {_short(best[1])}; planner default "
-                    f"{_short(default)} is {gap}")
+            mine = [r for r in rows if r["dtype"] == str(dt) and r["log2n"] == lg]
+            if mine:
+                best = min(mine, key=lambda r: r["ms"])
+                winners[(str(dt), lg)] = SortPolicy(**best["policy"])
+                dms = [r["ms"] for r in mine if r["default"]]
+                gap = f"{dms[0] / best['ms']:.2f}x the best" if dms else "not among the candidates"
+                log(f"{dt} 2^{lg}: best {best['ms']:.3f} ms {_short(winners[(str(dt), lg)])}; "
+                    f"planner default {_short(default)} is {gap}")
     return winners, rows
+
+
+def _time_paired(timed, ref_at, run_once, repeat):
+    """Time each (policy, sorter) of ``timed``; yield (policy, ms, ratio to the reference).
+
+    A machine shared with others runs at different speeds from one second to the next (2-3x on a
+    2-core virtual machine), and a run of slow seconds can fall on a few candidates of a round.
+    So each candidate is timed right after the reference (``timed[ref_at]``, the planner's
+    default), and ranked by the median of its time over the reference's time just before: the
+    machine's speed changes little within a pair. The ms reported is that median ratio times the
+    reference's median time. Without a reference, medians of round-robin times are used."""
+    times = [[] for _ in timed]
+    ratios = [[] for _ in timed]
+    for rep in range(repeat):
+        shift = rep % max(len(timed), 1)
+        for i in list(range(shift, len(timed))) + list(range(shift)):
+            if ref_at is None:
+                times[i].append(run_once(timed[i][1]))
+            elif i != ref_at:
+                r = run_once(timed[ref_at][1])
+                c = run_once(timed[i][1])
+                times[ref_at].append(r)
+                times[i].append(c)
+                ratios[i].append(c / r)
+    if ref_at is not None and len(timed) == 1:
+        times[ref_at] = [run_once(timed[ref_at][1]) for _ in range(repeat)]
+    ref_ms = float(np.median(times[ref_at])) if ref_at is not None else None
+    for i, (pol, _) in enumerate(timed):
+        if ref_at is None:
+            yield pol, float(np.median(times[i])), None
+        else:
+            ratio = 1.0 if i == ref_at else float(np.median(ratios[i]))
+            yield pol, ratio * ref_ms, ratio
 
 
 def _short(pol):
@@ -206,6 +241,8 @@ def report(rows, device_label):
         pol = SortPolicy(**best["policy"])
         out.append(f"| {dtype} | 2^{lg} | " + " | ".join(cells)
                    + f" | {dtext} | {best['ms']:.3f} ms {_short(pol)} |")
+    out += ["", "Milliseconds per sort: each candidate's median time over the planner default's "
+            "time just before it (back-to-back pairs), times the default's median."]
     return "\n".join(out) + "\n"
 
 

@@ -73,7 +73,8 @@ def test_bad_entry_is_skipped(ctx, cache):
 
 def test_autotune_small_run_saves_a_correct_winner(ctx, cache):
     dev = ctx.devices[0]
-    winners, rows = tuning.autotune(dev, ["uint32"], [11], repeat=1, log=lambda *a: None)
+    winners, rows = tuning.autotune(dev, ["uint32"], [11], repeat=1, log=lambda *a: None,
+                                   seconds=0)
     assert ("uint32", 11) in winners and rows
     prof = DeviceProfile.from_device(dev)
     tuning.save(prof, winners)
@@ -96,3 +97,24 @@ def test_every_candidate_policy_sorts(ctx, queue, rng):
         np.testing.assert_array_equal(v.get(), order, err_msg=str(pol))
         seen += 1
     assert seen >= 10
+
+
+def test_paired_timing_cancels_the_machine_speed():
+    """Candidates are ranked by their time over the default's just before, so a machine that
+    slows down 3x for a while (as shared machines do) does not reorder them."""
+    cost = {"default": 10.0, "fast": 8.0, "slow": 12.0}
+    calls = []
+
+    def run_once(name):
+        calls.append(name)
+        slow_spell = (len(calls) - 1) // 2 % 5 in (1, 2)  # changes between pairs, not inside
+        return cost[name] * (3.0 if slow_spell else 1.0)
+
+    timed = [(n, n) for n in ("slow", "default", "fast")]
+    got = {pol: (ms, ratio) for pol, ms, ratio in tuning._time_paired(timed, 1, run_once, 7)}
+    assert got["default"][1] == 1.0
+    assert got["fast"][1] == pytest.approx(0.8) and got["slow"][1] == pytest.approx(1.2)
+    ref_ms = got["default"][0]
+    assert ref_ms in (10.0, 30.0)
+    assert got["fast"][0] == pytest.approx(0.8 * ref_ms)
+    assert calls.count("fast") == calls.count("slow") == 7 and calls.count("default") == 14
