@@ -262,26 +262,28 @@ def main():
                 log(f"    {name:16s} {ms:8.3f} ms")
             algo.trace = None
 
-    if args.ptxinfo:
-        from clradix.render import render
-        sorter = clradix.Sorter(ctx)
-        pol = sorter.plan(dev, np.uint32, n)
+    def ptxinfo(label, kwargs, experiment=None):
+        """Registers, spills and stack of os_pass for this policy (ptxas's report)."""
         from clradix.keys import key_codec
+        from clradix.render import render
+        pol = clradix.Sorter(ctx, **kwargs).plan(dev, np.uint32, n)
         params = dict(key_codec(np.uint32).template_args(), radix_bits=pol.radix_bits,
                       wg=pol.wg_size, ipt=pol.items_per_thread, value_t=None, index_t="uint",
                       backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                       lookback=pol.lookback, spin_limit=pol.spin_limit,
-                      ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=None,
+                      ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=experiment,
                       force_fallback=False, status_atomics="ptx")
-        for opts in (["-cl-nv-verbose"], ["-cl-nv-verbose", "-cl-nv-maxrregcount=64"],
-                     ["-cl-nv-verbose", "-cl-nv-maxrregcount", "64"]):
-            try:
-                prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(options=opts)
-                log_text = prg.get_build_info(dev, cl.program_build_info.LOG)
-                log(" ".join(opts) + ": " + " | ".join(
-                    ln.strip() for ln in log_text.splitlines() if "os_pass" in ln or "Used" in ln))
-            except Exception as exc:
-                log(f"{opts}: {exc}")
+        try:
+            prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(
+                options=["-cl-nv-verbose"])
+            text = prg.get_build_info(dev, cl.program_build_info.LOG)
+            lines_ = [ln.strip() for ln in text.splitlines()]
+            at = [i for i, ln in enumerate(lines_) if "os_pass" in ln]
+            info = " | ".join(ln for i in at for ln in lines_[i + 1:i + 3]
+                              if "stack" in ln or "Used" in ln)
+            log(f"ptxas {label}: {info}")
+        except Exception as exc:
+            log(f"ptxas {label}: {exc}")
 
     try:
         if args.only:
@@ -292,6 +294,8 @@ def main():
         peers(np.uint32)
         bench("planner", np.uint32, {})
         breakdown(np.uint32, {})
+        if args.ptxinfo:
+            ptxinfo("planner", {})
         for v in filter(None, args.variants.split(",")):
             parts = v.split("x") if ":" not in v else v.split(":")[0].split("x") + v.split(":")[1:]
             kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
@@ -302,8 +306,14 @@ def main():
                 if key == "experiment":
                     os_mod.EXPERIMENT = val
                     continue
-                kw[key] = val if key == "ring_guard" else int(val)
-            bench(f"onesweep {v}", np.uint32, kw)
+                kw[key] = int(val) if val.isdigit() else val
+            try:
+                bench(f"onesweep {v}", np.uint32, kw)
+            except Exception as exc:
+                log(f"onesweep {v}: {type(exc).__name__}: {exc}")
+                continue
+            if args.ptxinfo:
+                ptxinfo(v, kw, os_mod.EXPERIMENT)
         if args.types:
             for dt in (np.float32, np.uint64):
                 peers(dt)

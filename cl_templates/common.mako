@@ -73,6 +73,13 @@ inline uint sg_match(uint d, __local uint* scratch)
     asm volatile("match.any.sync.b32 %0, %1, -1;" : "=r"(m) : "r"(d));
     return m;
 }
+/* (this back-end only) lane src's v, for every lane */
+inline uint sg_shuffle(uint v, uint src)
+{
+    uint r;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, -1;" : "=r"(r) : "r"(v), "r"(src));
+    return r;
+}
 % elif backend == "khr":
 inline uint sg_lane(void) { return get_sub_group_local_id(); }
 inline uint sg_id(void) { return get_sub_group_id(); }

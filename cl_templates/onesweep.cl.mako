@@ -2,9 +2,12 @@
 ##   os_histogram - persistent work-groups count every digit of every pass in one read of the keys
 ##   os_bins      - one work-group per pass: exclusive scan of that pass's digit counts
 ##   os_pass      - one launch per digit pass (and per portion of at most 2**28 keys): tiles take
-##                  their id from an atomic counter, rank their keys stably by digit with subgroup
-##                  match masks, publish their digit counts, look back over predecessors in a ring
-##                  of status words, publish their inclusive prefix and scatter through local memory.
+##                  their id from an atomic counter, count their digits and publish the counts,
+##                  rank their keys stably by digit with subgroup match masks and place them in
+##                  local memory in digit order, then look back over predecessors in a ring of
+##                  status words (so the wait for predecessors comes after the tile's own work,
+##                  and only local positions are held through it), publish their inclusive prefix
+##                  and write the keys out, coalesced.
 ##
 ## Work-groups talk to each other only through the status ring, the done words and the counters,
 ## and only with atomic functions (status_load, status_store): by OpenCL's rules a plain access
@@ -37,6 +40,7 @@
     # unrolling the items-per-thread loops keeps them in registers on GPUs; CPU compilers (PoCL)
     # only take longer to compile them
     unroll = "    #pragma unroll" if backend == "ptx" else ""
+    assert TILE < 1 << 16, "a key's rank shares a 32-bit word with its digit"
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -207,7 +211,6 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     __local uint lcount[NW * RADIX];
     __local uint lscan[WG];
     __local uint lsg[WG];
-    __local uint lexcl[RADIX];
     __local uint ltotal[RADIX];
     __local uint lprefix[RADIX];
     __local uint lfb[RADIX];
@@ -248,7 +251,6 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     /* load: subgroup w owns keys [w*SG*IPT, (w+1)*SG*IPT), lane-striped (coalesced) */
     KEY_T k[IPT];
     uint dig[IPT];
-    uint rank[IPT];
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
@@ -302,6 +304,64 @@ ${unroll}
     /* publish this tile's counts (tile 0 publishes its inclusive prefix at once) */
     for (uint d = lid; d < RADIX; d += WG)
         status_store(&status[slot + d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d]);
+
+    /* rank inside the subgroup: peers with the same digit, in lane order within each round */
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint d = dig[i];
+% if "no_match" in (experiment or ""):
+        const uint peers = 1u << lane;
+% else:
+        const uint peers = sg_match(d, lsg);
+% endif
+        const uint before = peers & sg_lt_mask();
+% if backend == "ptx":
+        /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
+        const uint leader = 31u - clz(peers);
+        uint old = 0;
+        if (d < RADIX && lane == leader)
+            old = atomic_add(&lcount[w * RADIX + d], popcount(peers));
+        const uint cnt = sg_shuffle(old, leader);
+% else:
+        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
+        sg_sync();
+        if (d < RADIX && before == 0)
+            lcount[w * RADIX + d] = cnt + popcount(peers);
+        sg_sync();
+% endif
+        dig[i] |= (cnt + popcount(before)) << 16;  /* the rank shares the digit's register */
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
+    {
+        const uint m = NW * RADIX;
+        const uint per = (m + WG - 1) / WG;
+        const uint b = min(lid * per, m);
+        const uint e = min(b + per, m);
+        uint sum = 0;
+        for (uint x = b; x < e; ++x)
+            sum += lcount[(x % NW) * RADIX + x / NW];
+        uint total;
+        uint run = wg_scan_uint(sum, lscan, lid, &total);
+        for (uint x = b; x < e; ++x) {
+            const uint a = (x % NW) * RADIX + x / NW;
+            const uint c = lcount[a];
+            lcount[a] = run;
+            run += c;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* the keys go to local memory in digit order now: through the look-back each work-item
+       holds only their local positions */
+    uint dest[IPT];
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint di = dig[i] & 0xffffu;
+        dest[i] = di < RADIX ? lcount[w * RADIX + di] + (dig[i] >> 16) : TILE;
+        if (di < RADIX)
+            lkeys[dest[i]] = k[i];
+    }
 
     /* decoupled look-back. Fast path: every digit walks back on its own through the ring, without
        barriers. A digit that spins too long or reaches the look-back limit leaves it to the slow
@@ -449,56 +509,10 @@ ${unroll}
 % endif
     }
 
-    /* rank inside the subgroup: peers with the same digit, in lane order within each round */
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint d = dig[i];
-% if "no_match" in (experiment or ""):
-        const uint peers = 1u << lane;
-% else:
-        const uint peers = sg_match(d, lsg);
-% endif
-        const uint before = peers & sg_lt_mask();
-        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
-        sg_sync();
-        if (d < RADIX && before == 0)
-            lcount[w * RADIX + d] = cnt + popcount(peers);
-        sg_sync();
-        rank[i] = cnt + popcount(before);
-    }
+    for (uint d = lid; d < RADIX; d += WG)
+        lbase[d] = lbins[d] + lprefix[d] - lcount[d];  /* lcount[d]: subgroup 0's start */
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
-    {
-        const uint m = NW * RADIX;
-        const uint per = (m + WG - 1) / WG;
-        const uint b = min(lid * per, m);
-        const uint e = min(b + per, m);
-        uint sum = 0;
-        for (uint x = b; x < e; ++x)
-            sum += lcount[(x % NW) * RADIX + x / NW];
-        uint total;
-        uint run = wg_scan_uint(sum, lscan, lid, &total);
-        for (uint x = b; x < e; ++x) {
-            const uint a = (x % NW) * RADIX + x / NW;
-            const uint c = lcount[a];
-            lcount[a] = run;
-            run += c;
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint d = lid; d < RADIX; d += WG) {
-        lexcl[d] = lcount[d];  /* subgroup 0 */
-        lbase[d] = lbins[d] + lprefix[d] - lcount[d];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* scatter through local memory so that global writes are coalesced */
-${unroll}
-    for (uint i = 0; i < IPT; ++i)
-        if (dig[i] < RADIX)
-            lkeys[lcount[w * RADIX + dig[i]] + rank[i]] = k[i];
-    barrier(CLK_LOCAL_MEM_FENCE);
     uint dj[IPT];
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
@@ -529,8 +543,8 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
 ${unroll}
     for (uint i = 0; i < IPT; ++i)
-        if (dig[i] < RADIX)
-            lvals[lcount[w * RADIX + dig[i]] + rank[i]] = v[i];
+        if (dest[i] < TILE)
+            lvals[dest[i]] = v[i];
     barrier(CLK_LOCAL_MEM_FENCE);
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {

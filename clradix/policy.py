@@ -81,12 +81,11 @@ _DEFAULTS = {
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
-    # NVIDIA H200 OpenCL (python -m clradix autotune, 2026-11-22; BENCHMARKS.md "planner"): from
-    # 2^18 keys onesweep 8-bit 256x16 with *local* ranking was best or within 1.3 % for u32 and
-    # f32 at 2^20, 2^24, 2^28 (u32 2^28: 15.6 ms; ptx ranking 256x24: 16.1, 256x16: 17.5 ms);
-    # the warp match instruction ranks more slowly than local memory there.
+    # NVIDIA H200 OpenCL: onesweep 8-bit 256x16 with the warp-match (ptx) ranking from 2^18 keys
+    # (u32 2^28: 13.58 ms; local ranking 14.32, 256x12 13.76, 256x24 14.73, 256x8 17.52;
+    # benchmarks/gpu_sort.py, 2026-11-22, BENCHMARKS.md "GPU")
     "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
-                         ranking="local", sg_size=32),
+                         ranking="ptx", sg_size=32),
     # ... and below 2^18 reduce-then-scan 8-bit 256x16 (fewer launches): u32 2^16 0.264 ms,
     # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
     "nvidia-small": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256,

@@ -57,7 +57,7 @@ def test_wg_beyond_device_names_device():
 def test_planner_picks_per_device():
     nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
     pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** 28)
-    assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "local", 32)
+    assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "ptx", 32)
     assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 16).algorithm == "reduce_then_scan"
     assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 11).algorithm == "single_wg"
     other_gpu = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 20)
