@@ -22,6 +22,8 @@
 ## the seed's in-order spinning increment, a tile marks itself done in a ring of done words and
 ## then advances the tail over every consecutive done tile with compare-and-swap: nobody waits,
 ## and the tail is exact.
+## Two rings: launch k (a pass, or a portion of one) reads ring k % 2 and zeroes the part of the
+## other ring that launch k + 1 will use; os_histogram zeroes ring 0 for the first launch.
 ## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
 ## computes that tile's digit counts from its keys, posts them, and goes on. FORCE_FALLBACK does so
 ## at once, for tests.
@@ -62,6 +64,8 @@
 #define RING ${ring}
 #define LOOKBACK ${lookback}
 #define SPIN_LIMIT ${spin_limit}
+/* words of one ring: RING x RADIX status words, RING done words, 2 counters */
+#define RING_WORDS (RING * RADIX + RING + 2)
 #define LB_WIN 8
 #define TAIL_MASK (0xffffffffu << ${tail_bits})
 #define FLAG_AGG 0x40000000u
@@ -92,13 +96,34 @@ inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
     return (uint)(order_key(x, flip) >> shift) & digit_mask;
 }
 
-/* hist[p * RADIX + d] += number of keys whose digit of pass p is d */
+/* Zero what the first `slots` tiles of a launch use in `ring` (their status and done words, and
+   the counters), spread over the work-groups of this launch. There are two rings: each os_pass
+   launch uses one and zeroes the other for the next launch, and os_histogram zeroes the first,
+   so that no launch of the sort needs a separate fill. */
+inline void clear_ring(__global uint* ring, uint slots)
+{
+    const uint words = slots * (RADIX + 1) + 2;
+    const uint groups = get_num_groups(0);
+    const uint per = (words + groups - 1) / groups;
+    const uint b = get_group_id(0) * per;
+    const uint e = min(b + per, words);
+    for (uint x = b + get_local_id(0); x < e; x += WG) {
+        const uint at = x < slots * RADIX ? x
+                      : x < slots * (RADIX + 1) ? RING * RADIX + (x - slots * RADIX)
+                      : RING * (RADIX + 1) + (x - slots * (RADIX + 1));
+        ring[at] = 0;
+    }
+}
+
+/* hist[p * RADIX + d] += number of keys whose digit of pass p is d; zeroes ring 0 */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
-                  __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip)
+                  __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
+                  __global uint* restrict rings, uint clear_slots)
 {
     __local uint lh[${MAXP * RADIX}];
     const uint lid = get_local_id(0);
+    clear_ring(rings, clear_slots);
     keys += keys_off;
     const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
     for (uint e = lid; e < passes * RADIX; e += WG)
@@ -201,7 +226,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
              __global const VALUE_T* restrict vals_in, ulong vals_in_off,
              __global VALUE_T* restrict vals_out, ulong vals_out_off, uint vals_iota,
 % endif
-             __global volatile uint* restrict status,
+             __global volatile uint* restrict rings, uint ring, uint clear_slots,
              __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
              uint bins_off,
              INDEX_T portion_start, uint portion_len, uint shift, uint digit_mask, KEY_T flip,
@@ -220,6 +245,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     __local uint lflag;
 
     __local KEY_T* lkeys = (__local KEY_T*)lraw;
+    __global volatile uint* status = rings + ring * RING_WORDS;
     __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
     __global volatile uint* counters = done + RING;        /* [0] tile ids, [1] tail */
     bins_in += bins_off;
@@ -234,6 +260,8 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     vals_out += vals_out_off;
 % endif
 
+    /* the other ring is not read in this launch: zero it for the next one */
+    clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots);
     if (lid == 0)
         ltile = ${'get_group_id(0)' if "no_atomic_id" in (experiment or "") else 'atomic_inc(&counters[0])'};
     for (uint e = lid; e < NW * RADIX; e += WG)

@@ -2,8 +2,10 @@
 
 One histogram kernel reads the keys once for every pass; one small scan turns the counts into
 digit starts; then one kernel launch per digit pass (and per portion of at most 2**28 keys, because
-look-back words hold 29-bit counts). Temporary memory beyond the ping-pong buffers is constant: the
-status ring (ring_slots x 2**radix_bits words) and three small digit tables.
+look-back words hold 29-bit counts). Temporary memory beyond the ping-pong buffers is constant: two
+status rings (ring_slots x (2**radix_bits + 1) + 2 words each) and three small digit tables. A
+launch reads one ring and zeroes the other for the next launch, so the sort enqueues no fills
+beyond the histogram's.
 """
 
 import re
@@ -53,16 +55,18 @@ class Onesweep(DigitPasses):
         ulong, uint, idx = np.uint64, np.uint32, self.index_np
         key_np = self.codec.unsigned_dtype.type
         self.histogram = self.kernels["os_histogram"]
-        self.histogram.set_scalar_arg_dtypes([None, ulong, idx, None, uint, uint, key_np])
+        self.histogram.set_scalar_arg_dtypes([None, ulong, idx, None, uint, uint, key_np, None,
+                                              uint])
         self.bins = self.kernels["os_bins"]
         self.sweep = self.kernels["os_pass"]
         vals = [None, ulong, None, ulong, uint] if self.value_t else []
         self.sweep.set_scalar_arg_dtypes(
             [None, ulong, None, ulong] + vals
-            + [None, None, None, uint, idx, uint, uint, uint, key_np, uint])
+            + [None, uint, uint, None, None, uint, idx, uint, uint, uint, key_np, uint])
 
     def _status_bytes(self):
-        return (self.policy.ring_slots * (self.policy.radix + 1) + 2) * 4
+        """Two rings (status and done words, counters): a launch uses one, zeroes the other."""
+        return 2 * (self.policy.ring_slots * (self.policy.radix + 1) + 2) * 4
 
     def temp_bytes(self, n, passes):
         return 3 * len(passes) * self.policy.radix * self.index_bytes + self._status_bytes()
@@ -77,27 +81,29 @@ class Onesweep(DigitPasses):
         begin = passes[0][0]
         end = passes[-1][0] + passes[-1][1]
         (kin0, kin0_off), _ = key_io[0]
+        # one launch per (pass, portion); launch k uses ring k % 2 and zeroes the other one for
+        # launch k + 1 (the tiles it will use), os_histogram zeroes ring 0 for launch 0
+        launches = [(p, start, min(PORTION, n - start)) for p in range(len(passes))
+                    for start in range(0, n, PORTION)]
+        slots = [min(pol.ring_slots, -(-length // pol.tile)) for _, _, length in launches] + [0]
         evt = cl.enqueue_fill_buffer(queue, hist, self.index_np(0), 0, table, wait_for=wait or None)
         hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
         evt = self._traced("os_histogram", self.histogram(
             queue, (hist_groups * wg,), (wg,), kin0, kin0_off, n, hist, begin, end, flip,
-            wait_for=[evt]))
+            status, slots[0], wait_for=[evt]))
         evt = self._traced("os_bins", self.bins(queue, (len(passes) * wg,), (wg,), hist, bins_a,
                                                 wait_for=[evt]))
-        status_fill = np.uint32(0)
-        for p, (shift, bits) in enumerate(passes):
+        for k, (p, start, length) in enumerate(launches):
+            shift, bits = passes[p]
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
             mask = (1 << bits) - 1
-            for k, start in enumerate(range(0, n, PORTION)):
-                length = min(PORTION, n - start)
-                tiles = -(-length // pol.tile)
-                evt = cl.enqueue_fill_buffer(queue, status, status_fill, 0, self._status_bytes(),
-                                             wait_for=[evt])
-                b_in, b_out = (bins_a, bins_b) if k % 2 == 0 else (bins_b, bins_a)
-                args = bufs + [status, b_in, b_out, p * radix, start, length, shift, mask, flip,
-                               write_keys]
-                evt = self._traced(f"os_pass {p}", self.sweep(queue, (tiles * wg,), (wg,), *args,
-                                                              wait_for=[evt]))
+            portion = start // PORTION
+            tiles = -(-length // pol.tile)
+            b_in, b_out = (bins_a, bins_b) if portion % 2 == 0 else (bins_b, bins_a)
+            args = bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, start, length,
+                           shift, mask, flip, write_keys]
+            evt = self._traced(f"os_pass {p}", self.sweep(queue, (tiles * wg,), (wg,), *args,
+                                                          wait_for=[evt]))
         return evt
 
 
