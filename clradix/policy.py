@@ -83,7 +83,8 @@ _DEFAULTS = {
                       blocks_per_cu=8),
     # NVIDIA H200 OpenCL: onesweep 8-bit 256x16 with the warp-match (ptx) ranking from 2^18 keys
     # (u32 2^28: 13.58 ms; local ranking 14.32, 256x12 13.76, 256x24 14.73, 256x8 17.52;
-    # benchmarks/gpu_sort.py, 2026-11-22, BENCHMARKS.md "GPU")
+    # benchmarks/gpu_sort.py, 2026-11-22, BENCHMARKS.md "GPU"); after the two-ring change the
+    # paired autotune found it the best of every candidate at u32/f32 2^20-2^28 (u32 2^28 11.72 ms)
     "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
                          ranking="ptx", sg_size=32),
     # ... and below 2^18 reduce-then-scan 8-bit 256x16 (fewer launches): u32 2^16 0.264 ms,
