@@ -127,6 +127,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--ptxinfo", action="store_true", help="print registers / local memory")
     ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--breakdown-sizes", default="", help="log2 sizes for per-kernel timelines")
+    ap.add_argument("--pool", action="store_true", help="--sweep also with a MemoryPool allocator")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args()
     lines = []
@@ -247,8 +249,8 @@ def main():
         cp.get_default_memory_pool().free_all_blocks()
         torch.cuda.empty_cache()
 
-    def breakdown(dtype, kwargs):
-        keys = rand_keys(rng, dtype, n)
+    def breakdown(dtype, kwargs, nn=None):
+        keys = rand_keys(rng, dtype, nn or n)
         d = cl_array.to_device(queue, keys)
         sorter = clradix.Sorter(ctx, **kwargs)
         sorter.sort(queue, d).wait()
@@ -257,9 +259,14 @@ def main():
             algo.trace = []
         sorter.sort(queue, d).wait()
         for algo in sorter._kernels.values():
+            t0 = algo.trace[0][1].profile.queued if algo.trace else 0
+            prev_end = None
             for name, evt in algo.trace:
                 ms = (evt.profile.end - evt.profile.start) * 1e-6
-                log(f"    {name:16s} {ms:8.3f} ms")
+                gap = (evt.profile.start - prev_end) * 1e-3 if prev_end else 0.0
+                log(f"    {name:16s} {ms:8.3f} ms  (starts {(evt.profile.start - t0) * 1e-3:8.1f} us "
+                    f"after the first was queued, {gap:6.1f} us after the previous kernel ended)")
+                prev_end = evt.profile.end
             algo.trace = None
 
     def ptxinfo(label, kwargs, experiment=None):
@@ -294,6 +301,10 @@ def main():
         peers(np.uint32)
         bench("planner", np.uint32, {})
         breakdown(np.uint32, {})
+        if args.breakdown_sizes:
+            for lg in map(int, args.breakdown_sizes.split(",")):
+                log(f"breakdown at 2^{lg}:")
+                breakdown(np.uint32, {}, 1 << lg)
         if args.ptxinfo:
             ptxinfo("planner", {})
         for v in filter(None, args.variants.split(",")):
@@ -323,9 +334,14 @@ def main():
             bench("planner argsort u32", np.uint32, {}, argsort=True)
             bench("rts (portable)", np.uint32, dict(algorithm="reduce_then_scan"))
         if args.sweep:
+            import pyopencl.tools as cl_tools
+            pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
             for lg in range(10, args.log2n + 1, 2):
                 peers(np.uint32, nn=1 << lg)
                 bench("planner sweep", np.uint32, {}, nn=1 << lg)
+                if args.pool:
+                    bench("planner sweep, pool allocator", np.uint32, dict(allocator=pool),
+                          nn=1 << lg)
     except Exception:
         log("timing crashed:\n" + traceback.format_exc())
     os.makedirs(args.out, exist_ok=True)

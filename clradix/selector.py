@@ -16,10 +16,10 @@ import threading
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
-import pyopencl.tools as cl_tools
 
 from .device import DeviceProfile
 from .keys import key_codec
+from .memory import QueuePools
 from .operands import _buffer_size, check_context, operand
 from .render import ProgramCache
 from .sorter import Sorter, _events
@@ -27,7 +27,6 @@ from .sorter import Sorter, _events
 DIGIT_BITS = 8
 RADIX = 1 << DIGIT_BITS
 STATE_BYTES = 64  # sizeof(row_state) is at most 56
-_MAX_POOLS = 8
 
 # Positions and counts are 32-bit below this row length, 64-bit from it on (a module constant so
 # that tests can force the 64-bit kernels at small sizes).
@@ -62,7 +61,7 @@ class Selector:
         self._kernels = {}
         self._profiles = {}
         self._lock = threading.RLock()
-        self._pools = {}   # queue -> MemoryPool, the most recent _MAX_POOLS queues
+        self._pools = QueuePools()
 
     #: when a list, topk() appends (kernel name, event) of each of its own commands (profiling)
     trace = None
@@ -311,26 +310,20 @@ class Selector:
         return out
 
     def _allocator(self, queue, allocator):
-        """The caller's or the Selector's allocator; by default a memory pool per in-order queue:
-        a temporary released when topk returns is only handed out again to a later topk on the
-        same queue, whose commands run after the earlier ones."""
+        """The caller's or the Selector's allocator; by default a memory pool per in-order queue
+        (clradix.memory)."""
         alloc = allocator or self.allocator
-        if alloc is None and not (queue.properties
-                                  & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE):
+        if alloc is None:
             with self._lock:
-                alloc = self._pools.pop(queue, None)
-                if alloc is None:
-                    alloc = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
-                    while len(self._pools) >= _MAX_POOLS:
-                        self._pools.pop(next(iter(self._pools))).free_held()
-                self._pools[queue] = alloc
+                alloc = self._pools.allocator(queue)
         return self._get_sorter()._allocator(queue, alloc)
 
     def free_memory(self):
-        """Release the temporaries the Selector's memory pools hold for reuse."""
+        """Release the temporaries the Selector's (and its Sorter's) memory pools hold for reuse."""
         with self._lock:
-            for pool in self._pools.values():
-                pool.free_held()
+            self._pools.free_held()
+            if self._sorter is not None:
+                self._sorter.free_memory()
 
     def _get_sorter(self):
         with self._lock:

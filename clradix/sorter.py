@@ -15,6 +15,7 @@ import pyopencl.tools as cl_tools
 
 from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
+from .memory import QueuePools
 from .onesweep import Onesweep
 from .operands import check_context, check_n, operand
 from .passes import WorkGroupLimitError
@@ -45,8 +46,9 @@ class Sorter:
     ``ring_slots``, ``force_fallback``, ...) override the planner's policy, for tests and
     benchmarks; left as None, the planner chooses per device.
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
-    by default they are allocated immediately so that a failed allocation raises before anything
-    is enqueued.
+    by default each in-order queue gets a memory pool whose blocks later calls on that queue reuse
+    (``free_memory`` empties it), allocated immediately so that a failed allocation raises before
+    anything is enqueued.
 
     One Sorter may be used from several threads at once (each with its own queue of the Sorter's
     context): planning, building and enqueueing hold the Sorter's lock, so its caches and the
@@ -73,6 +75,7 @@ class Sorter:
         # when a planned wg_size was above what a built kernel can run (see _prepare)
         self._wg_caps = {}
         self._lock = threading.RLock()
+        self._pools = QueuePools()
 
     # ------------------------------------------------------------------ public API
 
@@ -144,7 +147,8 @@ class Sorter:
         if out is None:
             user_alloc = allocator or self.allocator
             if n:
-                data = self._allocator(queue, allocator, "index output")(n * idx_dtype.itemsize)
+                data = self._allocator(queue, allocator, "index output", pooled=False)(
+                    n * idx_dtype.itemsize)
                 out_arr = cl_array.Array(queue, n, idx_dtype, data=data, allocator=user_alloc)
             else:
                 out_arr = cl_array.empty(queue, 0, idx_dtype, allocator=user_alloc)
@@ -187,6 +191,11 @@ class Sorter:
         value_t = value_cl_type(value_dtype) if value_dtype is not None else None
         vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
         return self._plan(device, codec, value_t, _index_t(n)[0], n, vbytes)[1]
+
+    def free_memory(self):
+        """Release the temporaries the Sorter's memory pools hold for reuse."""
+        with self._lock:
+            self._pools.free_held()
 
     def temp_bytes(self, n, dtype=np.uint32, value_dtype=None, *, device=None, begin_bit=0,
                    end_bit=None):
@@ -324,10 +333,14 @@ class Sorter:
                 self._kernels[key] = algo
                 return policy, algo
 
-    def _allocator(self, queue, allocator, what="temporary memory"):
-        """allocate(nbytes): from ``allocator``, else the Sorter's, else immediately on the queue;
-        a failure (an OpenCL error or MemoryError) is a MemoryError naming the bytes asked for."""
+    def _allocator(self, queue, allocator, what="temporary memory", pooled=True):
+        """allocate(nbytes): from ``allocator``, else the Sorter's, else (for temporaries, that is
+        ``pooled``) the queue's memory pool, else immediately on the queue; a failure (an OpenCL
+        error or MemoryError) is a MemoryError naming the bytes asked for."""
         alloc = allocator or self.allocator
+        if alloc is None and pooled:
+            with self._lock:
+                alloc = self._pools.allocator(queue)
         if alloc is None:
             alloc = cl_tools.ImmediateAllocator(queue)
 

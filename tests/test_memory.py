@@ -160,3 +160,30 @@ def test_failing_sorter_allocator(ctx, queue, rng):
             sorter.sort(queue, d_keys).wait()
             keys = np.sort(keys)
         np.testing.assert_array_equal(d_keys.get(), keys)
+
+
+def test_default_pool_per_queue(ctx, queue, rng):
+    """Without allocator=, temporaries come from a pool per in-order queue, reused by later calls
+    on that queue (with stale data in the blocks) and released by free_memory(); argsort's
+    output is not a pool block; an out-of-order queue allocates afresh."""
+    sorter = clradix.Sorter(ctx)
+    n = _sizes(ctx, np.float32)[1]
+    for rnd in range(3):
+        keys = DISTRIBUTIONS["float_specials" if rnd % 2 else "uniform"](rng, np.float32, n)
+        _check_sort(queue, sorter, keys, descending=rnd == 2)
+        idx = _check_argsort(queue, sorter, keys)
+        assert idx.allocator is None
+    pool = sorter._pools.allocator(queue)
+    assert pool.managed_bytes > 0 and pool.active_blocks == 0 and pool.held_blocks > 0
+    other = cl.CommandQueue(ctx)
+    _check_sort(other, sorter, float_specials(rng, np.float32, n))
+    assert sorter._pools.allocator(other) is not pool
+    sorter.free_memory()
+    assert pool.held_blocks == 0
+    props = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    try:
+        ooo = cl.CommandQueue(ctx, properties=props)
+    except cl.Error:
+        return  # the device has no out-of-order queues
+    assert sorter._pools.allocator(ooo) is None
+    _check_sort(ooo, sorter, float_specials(rng, np.float32, n))

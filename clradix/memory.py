@@ -1,0 +1,38 @@
+"""Default temporary memory: a pyopencl memory pool per in-order queue.
+
+A sort or top-k allocates its temporaries, enqueues its commands and releases the temporaries
+when it returns, while the commands may still be running. A pool hands a released block to its
+next allocation at once, which is safe only for commands that run after the earlier ones: the
+next call on the same in-order queue. So each in-order queue gets its own pool (the most recent
+``MAX_POOLS`` queues), and out-of-order queues get none (their calls allocate afresh). Blocks are
+allocated with ``ImmediateAllocator``, so that running out of memory fails in the call.
+"""
+
+import pyopencl as cl
+import pyopencl.tools as cl_tools
+
+MAX_POOLS = 8
+
+
+class QueuePools:
+    """The memory pools of one Sorter or Selector, keyed by queue; callers hold their own lock."""
+
+    def __init__(self):
+        self._pools = {}   # queue -> MemoryPool, least recently used first
+
+    def allocator(self, queue):
+        """The pool of ``queue`` (made on first use), or None for an out-of-order queue."""
+        if queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
+            return None
+        pool = self._pools.pop(queue, None)
+        if pool is None:
+            pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+            while len(self._pools) >= MAX_POOLS:
+                self._pools.pop(next(iter(self._pools))).free_held()
+        self._pools[queue] = pool
+        return pool
+
+    def free_held(self):
+        """Release the blocks the pools hold for reuse (blocks still in use stay allocated)."""
+        for pool in self._pools.values():
+            pool.free_held()
