@@ -121,6 +121,7 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
     still moved a candidate by 10 %)."""
     import pyopencl as cl
     import pyopencl.array as cl_array
+    import pyopencl.tools as cl_tools
 
     from .device import DeviceProfile
     from .sorter import Sorter
@@ -128,6 +129,9 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
     profile = DeviceProfile.from_device(device)
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    # one pool for every candidate (all on this queue), as a Sorter's default pool would be, but
+    # holding one sort's temporaries rather than one per candidate
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
     rng = np.random.default_rng(2026)
     winners, rows = {}, []
     for dtype in dtypes:
@@ -153,7 +157,7 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
             timed = []
             pols = candidates(profile, dt, n)
             for pol in ([default] if default not in pols else []) + pols:
-                sorter = Sorter(ctx, **asdict(pol))
+                sorter = Sorter(ctx, allocator=pool, **asdict(pol))
                 try:
                     run_once(sorter)
                 except Exception as exc:  # a candidate the driver cannot run is skipped
@@ -178,6 +182,8 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
                 gap = f"{dms[0] / best['ms']:.2f}x the best" if dms else "not among the candidates"
                 log(f"{dt} 2^{lg}: best {best['ms']:.3f} ms {_short(winners[(str(dt), lg)])}; "
                     f"planner default {_short(default)} is {gap}")
+            timed = src = work = None
+            pool.free_held()
     return winners, rows
 
 
