@@ -105,6 +105,8 @@ class ClradixImpl:
             if rep:
                 dev.append((evt.profile.end - m0.profile.end) * 1e-6)
                 wall.append((t1 - t0) * 1e3)
+        # the next cell (another size or dtype) starts without this one's pooled temporaries
+        self.selector.free_memory()
         return dev, wall
 
 
