@@ -128,7 +128,9 @@ def main():
     ap.add_argument("--ptxinfo", action="store_true", help="print registers / local memory")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--breakdown-sizes", default="", help="log2 sizes for per-kernel timelines")
-    ap.add_argument("--pool", action="store_true", help="--sweep also with a MemoryPool allocator")
+    ap.add_argument("--pool", action="store_true",
+                    help="--sweep also without the default memory pool (ImmediateAllocator): "
+                         "what reusing temporaries saves")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args()
     lines = []
@@ -269,20 +271,16 @@ def main():
                 prev_end = evt.profile.end
             algo.trace = None
 
-    def ptxinfo(label, kwargs, experiment=None):
-        """Registers, spills and stack of os_pass for this policy (ptxas's report)."""
+    def ptxinfo(label, kwargs):
+        """Registers, spills and stack of os_pass for this policy (ptxas's report): the program
+        the Sorter builds for 2^log2n uint32 keys, rebuilt from the same source and options."""
         from clradix.keys import key_codec
         from clradix.render import render
-        pol = clradix.Sorter(ctx, **kwargs).plan(dev, np.uint32, n)
-        params = dict(key_codec(np.uint32).template_args(), radix_bits=pol.radix_bits,
-                      wg=pol.wg_size, ipt=pol.items_per_thread, value_t=None, index_t="uint",
-                      backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
-                      lookback=pol.lookback, spin_limit=pol.spin_limit,
-                      ring_guard=pol.ring_guard, tail_bits=pol.tail_bits, experiment=experiment,
-                      force_fallback=False, status_atomics="ptx")
+        sorter = clradix.Sorter(ctx, **kwargs)
+        _, algo = sorter._prepare(dev, key_codec(np.uint32), None, "uint", np.uint32, n)
         try:
-            prg = cl.Program(ctx, render("onesweep.cl.mako", **params)).build(
-                options=["-cl-nv-verbose"])
+            prg = cl.Program(ctx, render(algo.template, **algo.render_params)).build(
+                options=algo.build_opts + ["-cl-nv-verbose"])
             text = prg.get_build_info(dev, cl.program_build_info.LOG)
             lines_ = [ln.strip() for ln in text.splitlines()]
             at = [i for i, ln in enumerate(lines_) if "os_pass" in ln]
@@ -324,7 +322,7 @@ def main():
                 log(f"onesweep {v}: {type(exc).__name__}: {exc}")
                 continue
             if args.ptxinfo:
-                ptxinfo(v, kw, os_mod.EXPERIMENT)
+                ptxinfo(v, kw)
         if args.types:
             for dt in (np.float32, np.uint64):
                 peers(dt)
@@ -335,12 +333,12 @@ def main():
             bench("rts (portable)", np.uint32, dict(algorithm="reduce_then_scan"))
         if args.sweep:
             import pyopencl.tools as cl_tools
-            pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+            fresh = cl_tools.ImmediateAllocator(queue)
             for lg in range(10, args.log2n + 1, 2):
                 peers(np.uint32, nn=1 << lg)
                 bench("planner sweep", np.uint32, {}, nn=1 << lg)
                 if args.pool:
-                    bench("planner sweep, pool allocator", np.uint32, dict(allocator=pool),
+                    bench("planner sweep, fresh temporaries", np.uint32, dict(allocator=fresh),
                           nn=1 << lg)
     except Exception:
         log("timing crashed:\n" + traceback.format_exc())

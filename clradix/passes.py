@@ -48,6 +48,8 @@ class DigitPasses:
         options = list(self.build_options())
         if getattr(policy, "max_registers", 0) and profile.is_nvidia:
             options.append(f"-cl-nv-maxrregcount={policy.max_registers}")
+        # what the program was rendered and built from (benchmarks rebuild it to inspect it)
+        self.render_params, self.build_opts = params, options
         self.program = programs.get(self.template, params, options)
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
         for name, knl in self.kernels.items():
