@@ -9,41 +9,11 @@ import pytest
 
 import clradix
 import clradix.selector as selector_mod
-from clradix.keys import KEY_DTYPES, key_codec
+from clradix.keys import KEY_DTYPES
 
 import data
 from conftest import poison
-from reference import bits_of
-
-
-def ref_topk(x, k, largest=True):
-    """(values, indices) per row: the k smallest (sel, position) pairs, sel being the order key
-    (inverted for the largest): ties by position, NaN the largest value."""
-    x = np.atleast_2d(x)
-    codec = key_codec(x.dtype)
-    ok = codec.order_key(x.ravel()).reshape(x.shape)
-    if largest:
-        ok = ~ok
-    order = np.argsort(ok, axis=-1, kind="stable")[:, :k]
-    return np.take_along_axis(x, order, -1), order
-
-
-def check(x, k, values, indices, largest, sorted_):
-    """Compare a result with the reference; unsorted results are compared as sets."""
-    x2 = np.atleast_2d(x)
-    v = np.atleast_2d(values.get() if hasattr(values, "get") else values)
-    i = np.atleast_2d(indices.get() if hasattr(indices, "get") else indices)
-    assert i.dtype == np.uint32
-    rv, ri = ref_topk(x2, k, largest)
-    if not sorted_:
-        perm = np.argsort(i, axis=-1, kind="stable")
-        i = np.take_along_axis(i, perm, -1)
-        v = np.take_along_axis(v, perm, -1)
-        rperm = np.argsort(ri, axis=-1, kind="stable")
-        ri = np.take_along_axis(ri, rperm, -1)
-        rv = np.take_along_axis(rv, rperm, -1)
-    np.testing.assert_array_equal(i, ri)
-    np.testing.assert_array_equal(bits_of(v), bits_of(rv))
+from reference import bits_of, check_topk as check
 
 
 def run(queue, x, k, largest=True, sorted_=True, selector=None):
