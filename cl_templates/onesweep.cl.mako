@@ -302,21 +302,42 @@ ${unroll}
             atomic_inc(&ltotal[dig[i]]);
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    /* claim the ring slot: every tile that may still read its previous owner (t - RING) must have
-       finished its look-back */
+    /* claim the ring slot: its previous owner (t - RING) and every tile that may still read that
+       owner (t - RING + 1 .. t - RING + LOOKBACK) must have finished their look-back. The owner
+       itself matters: until it is done, it may still write its prefix and its done word into
+       this slot (a done word that went back from t + 1 to t - RING + 1 once left a later
+       claimant waiting for ever).
+       Why the wait ends: the tiles waited for took their ids from the atomic counter before this
+       tile did, so their work-groups have started, and a device runs the work-groups it has
+       started. Each of them reaches its done word in a bounded number of steps: its look-back
+       is bounded (spin limit, then fallback) and its own claim waits only for tiles with still
+       smaller ids; tiles below RING claim nothing. By induction on the tile id every claim ends.
+       (It relies on the counter starting at 0 in every launch: the launch before clears it.) */
 % if ring_guard == "tail":
     if (lid == 0 && t + LOOKBACK + 1 > RING) {
+        /* tail counts the tiles, from the first on, that are done: tiles 0 .. t - RING +
+           LOOKBACK (which include the owner t - RING) */
         while ((status_load(&counters[1]) & TAIL_MASK) + RING < t + LOOKBACK + 1)
             ;
     }
 % else:
     if (t >= RING) {
-        /* readers of the previous owner: tiles t - RING + 1 .. t - RING + LOOKBACK */
+% if serial_claim:
+        /* one work-item waits for every done word in turn: on oclgrind 21.10 a wait shared by
+           several work-items of a group never ended (with or without barriers in it), although
+           every word it waited for had been written */
+        if (lid == 0)
+            for (uint x = t - RING; x <= t - RING + LOOKBACK; ++x)
+                while (status_load(&done[x % RING]) < x + 1)
+                    ;
+% else:
+        /* the work-group checks the done words together, a round at a time (H100: a loop in
+           which each work-item waits for its own words on its own took 5 % longer at 2^28) */
         for (;;) {
             if (lid == 0)
                 lflag = 0;
             barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint x = t - RING + 1 + lid; x <= t - RING + LOOKBACK; x += WG)
+            for (uint x = t - RING + lid; x <= t - RING + LOOKBACK; x += WG)
                 if (status_load(&done[x % RING]) < x + 1)
                     atomic_or(&lflag, 1u);
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -325,6 +346,7 @@ ${unroll}
             if (!busy)
                 break;
         }
+% endif
     }
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -400,14 +422,14 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += WG) {
         uint acc = 0;
-        uint done = t == 0 ${'|| 1' if "no_lookback" in (experiment or "") else ''};
+        uint found = t == 0 ${'|| 1' if "no_lookback" in (experiment or "") else ''};
 % if not force_fallback:
         /* read a window of LB_WIN predecessors at once (independent loads), consume the ready
            ones in order, stop at a prefix; at the look-back limit only a prefix will do */
         uint u = t - 1;
         uint dist = 1;
         uint spins = 0;
-        while (!done) {
+        while (!found) {
             uint win[LB_WIN];
             ${unroll}
             for (uint q = 0; q < LB_WIN; ++q)
@@ -420,13 +442,13 @@ ${unroll}
                 const int ready = used == q && q <= u && dist + q <= LOOKBACK
                     && (s & EPOCH_BIT) == status_epoch(u - q) && (s & FLAG_MASK) != 0
                     && (dist + q < LOOKBACK || (s & FLAG_PREFIX));
-                if (ready && !done) {
+                if (ready && !found) {
                     acc += s & VALUE_MASK;
-                    done = (s & FLAG_PREFIX) != 0;
+                    found = (s & FLAG_PREFIX) != 0;
                     ++used;
                 }
             }
-            if (done)
+            if (found)
                 break;
             if (used == 0) {
                 if (++spins >= SPIN_LIMIT)
@@ -438,8 +460,8 @@ ${unroll}
             dist += used;
         }
 % endif
-        lprefix[d] = done ? (acc | FLAG_PREFIX) : 0;
-        if (!done)
+        lprefix[d] = found ? (acc | FLAG_PREFIX) : 0;
+        if (!found)
             atomic_or(&lflag, 1u);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -528,12 +550,16 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
 % if ring_guard == "tail":
-        /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits */
+        /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits. The wait
+           ends for the reason the claim's does: the tiles it waits for have smaller ids, so they
+           have started, and each reaches this point in bounded steps. */
         while ((status_load(&counters[1]) & TAIL_MASK) != (t & TAIL_MASK))
             ;
         atomic_inc(&counters[1]);
 % else:
-        status_store(&done[t % RING], t + 1);
+        /* done words only grow (atomic_max): a slot's done word never goes back to an earlier
+           owner's id, whatever the order of the stores */
+        atomic_max(&done[t % RING], t + 1);
 % endif
     }
 

@@ -33,7 +33,8 @@ class Onesweep(DigitPasses):
                     ring_guard=pol.ring_guard, experiment=EXPERIMENT,
                     tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
                     force_fallback=bool(pol.force_fallback),
-                    status_atomics=self._status_atomics())
+                    status_atomics=self._status_atomics(),
+                    serial_claim="oclgrind" in self.profile.platform.lower())
 
     def _status_atomics(self):
         """How work-groups read and write the status words: PTX relaxed loads and stores on NVIDIA
@@ -64,12 +65,14 @@ class Onesweep(DigitPasses):
             [None, ulong, None, ulong] + vals
             + [None, uint, uint, None, None, uint, idx, uint, uint, uint, key_np, uint])
 
-    def _status_bytes(self):
+    @staticmethod
+    def status_bytes(policy):
         """Two rings (status and done words, counters): a launch uses one, zeroes the other."""
-        return 2 * (self.policy.ring_slots * (self.policy.radix + 1) + 2) * 4
+        return 2 * (policy.ring_slots * (policy.radix + 1) + 2) * 4
 
-    def temp_bytes(self, n, passes):
-        return 3 * len(passes) * self.policy.radix * self.index_bytes + self._status_bytes()
+    @classmethod
+    def temp_bytes(cls, policy, profile, index_bytes, n, passes):
+        return 3 * len(passes) * policy.radix * index_bytes + cls.status_bytes(policy)
 
     def enqueue(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
         pol = self.policy
@@ -77,7 +80,7 @@ class Onesweep(DigitPasses):
         flip = self.flip(descending)
         table = len(passes) * radix * self.index_bytes
         hist, bins_a, bins_b = alloc(table), alloc(table), alloc(table)
-        status = alloc(self._status_bytes())
+        status = alloc(self.status_bytes(pol))
         begin = passes[0][0]
         end = passes[-1][0] + passes[-1][1]
         (kin0, kin0_off), _ = key_io[0]
