@@ -3,10 +3,11 @@
 import threading
 import weakref
 
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .keys import key_codec
-from .operands import operand
+from .operands import check_context, operand
 from .sorter import Sorter
 
 _sorters = weakref.WeakKeyDictionary()
@@ -22,18 +23,25 @@ def sorter_for(context):
         return s
 
 
-def _check_array(array):
-    """Refuse what the Sorter would refuse before anything (even the copy) is enqueued."""
+def _check_array(array, queue):
+    """Refuse what the Sorter would refuse before anything (even the copy) is enqueued; the
+    queue to run on (``queue``, else the array's)."""
     if not isinstance(array, cl_array.Array):
         raise TypeError(f"expected a pyopencl.array.Array, got {type(array).__name__}")
     key_codec(array.dtype)
     operand(array, array.context, "array")
+    queue = queue if queue is not None else array.queue
+    if queue is None:
+        raise ValueError("the array has no queue (it was made with queue=None): pass queue=")
+    if not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue: expected a pyopencl.CommandQueue, got {type(queue).__name__}")
+    check_context(array.context, queue.context, "queue")
+    return queue
 
 
 def sort(array, descending=False, *, queue=None):
     """A sorted copy of the 1-D pyopencl Array ``array`` (stable; numpy's NaN and -0.0 rules)."""
-    _check_array(array)
-    queue = queue or array.queue
+    queue = _check_array(array, queue)
     out = array.copy(queue=queue)
     sorter_for(array.context).sort(queue, out, descending=descending)
     return out
@@ -41,8 +49,7 @@ def sort(array, descending=False, *, queue=None):
 
 def argsort(array, descending=False, *, queue=None):
     """Indices that sort the 1-D pyopencl Array ``array`` stably (uint32, or uint64 from 2**32)."""
-    _check_array(array)
-    queue = queue or array.queue
+    queue = _check_array(array, queue)
     idx, _ = sorter_for(array.context).argsort(queue, array, descending=descending)
     return idx
 
@@ -73,6 +80,9 @@ def topk(array, k, *, largest=True, sorted=True, axis=-1, queue=None):
         raise TypeError(f"expected a pyopencl.array.Array, got {type(array).__name__}")
     if array.ndim not in (1, 2):
         raise ValueError(f"expected a 1-D or 2-D array, got shape {array.shape}")
+    import numpy as np
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be an integer, got {type(axis).__name__}")
     if axis not in (-1, array.ndim - 1):
         raise ValueError(f"axis={axis}: top-k runs along the last axis of a C-contiguous array; "
                          f"for another axis pass a transposed contiguous copy")

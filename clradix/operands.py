@@ -35,8 +35,8 @@ def _buffer_size(buf, what):
 
 def check_context(ctx, obj_ctx, what):
     if obj_ctx is not None and obj_ctx != ctx:
-        raise ValueError(f"{what} belongs to another OpenCL context than the Sorter "
-                         f"({obj_ctx.devices[0].name} vs {ctx.devices[0].name})")
+        raise ValueError(f"{what} belongs to another OpenCL context than the one it is used "
+                         f"with ({obj_ctx.devices[0].name} vs {ctx.devices[0].name})")
 
 
 def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
@@ -89,3 +89,43 @@ def check_n(n, what="n"):
     if n < 0:
         raise ValueError(f"{what} must be non-negative, got {n}")
     return int(n)
+
+
+def attach_event(array, evt, replaced=()):
+    """Make ``evt`` the event that later users of the pyopencl ``array`` wait for.
+
+    ``evt`` waits for ``replaced`` (the array's events when the call started, passed to the call's
+    first command), so those are dropped from ``array.events`` and ``evt`` takes their place.
+    pyopencl's ``Array.add_event`` is not used: once an array holds more than 12 events it waits
+    for some of them on the host, which can block a call (for ever, behind a user event).
+    """
+    if array is None:
+        return
+    gone = {e.int_ptr for e in replaced}
+    array.events[:] = [e for e in array.events if e.int_ptr not in gone] + [evt]
+
+
+def _extent(op):
+    """(memory object the bytes live in, first byte, end byte) of ``op``'s n elements; a
+    sub-buffer resolves to its parent."""
+    buf, start = op.buffer, op.offset * op.dtype.itemsize
+    try:
+        parent = buf.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT)
+    except (cl.Error, AttributeError):
+        parent = None
+    if parent is not None:
+        start += int(buf.get_info(cl.mem_info.OFFSET))
+        buf = parent
+    return buf.int_ptr, start, start + op.n * op.dtype.itemsize
+
+
+def check_disjoint(a, b, what, other):
+    """ValueError when operand ``b`` (named ``what``) shares memory with ``a`` (``other``): a
+    kernel reading one while writing the other would scramble both."""
+    if not a.n or not b.n:
+        return
+    ma, sa, ea = _extent(a)
+    mb, sb, eb = _extent(b)
+    if ma == mb and sa < eb and sb < ea:
+        raise ValueError(f"{what} overlaps {other} (bytes [{sb}, {eb}) and [{sa}, {ea}) of one "
+                         f"buffer): pass a separate buffer")

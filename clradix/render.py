@@ -2,11 +2,13 @@
 
 Kernel sources are Mako templates in ``cl_templates/`` (one ``.cl.mako`` per kernel family), rendered
 with ``strict_undefined=True``: a parameter the template needs but the caller forgot is an error, not
-an empty string. Built programs are memoised per (context, template, parameters); pyopencl's binary
-cache on disk keeps the compiled code between processes.
+an empty string. Built programs are memoised per (context, template, parameters), one cache per
+context shared by every Sorter and Selector of it (``programs_for``); pyopencl's binary cache on
+disk keeps the compiled code between processes.
 """
 
 import threading
+import weakref
 from pathlib import Path
 
 import pyopencl as cl
@@ -94,3 +96,17 @@ class ProgramCache:
     def clear(self):
         with self._lock:
             self._programs.clear()
+
+
+_caches = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def programs_for(context):
+    """The ProgramCache of ``context``, shared by everything that builds kernels on it (so a
+    configuration is rendered and built once per context, whichever Sorter asks first)."""
+    with _caches_lock:
+        cache = _caches.get(context)
+        if cache is None:
+            cache = _caches[context] = ProgramCache(context)
+        return cache

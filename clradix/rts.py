@@ -22,20 +22,22 @@ class ReduceThenScan(DigitPasses):
         self.scatter.set_scalar_arg_dtypes(
             [None, ulong, None, ulong] + vals + [None, idx, idx, uint, uint, uint, key_np, uint])
 
-    def _grid(self, n):
-        pol = self.policy
-        num_tiles = -(-n // pol.tile)
-        max_blocks = max(1, self.profile.compute_units * pol.blocks_per_cu, -(-n // (2 ** 31)))
+    @staticmethod
+    def grid(policy, profile, n):
+        """(tiles per block, blocks) for n keys."""
+        num_tiles = -(-n // policy.tile)
+        max_blocks = max(1, profile.compute_units * policy.blocks_per_cu, -(-n // (2 ** 31)))
         tpb = -(-num_tiles // min(num_tiles, max_blocks))
         return tpb, -(-num_tiles // tpb)
 
-    def temp_bytes(self, n, passes):
-        _, blocks = self._grid(n)
-        return self.policy.radix * blocks * self.index_bytes
+    @classmethod
+    def temp_bytes(cls, policy, profile, index_bytes, n, passes):
+        _, blocks = cls.grid(policy, profile, n)
+        return policy.radix * blocks * index_bytes
 
     def enqueue(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
         wg = self.policy.wg_size
-        tpb, blocks = self._grid(n)
+        tpb, blocks = self.grid(self.policy, self.profile, n)
         m = self.policy.radix * blocks
         counts = alloc(m * self.index_bytes)
         flip = self.flip(descending)
@@ -70,7 +72,8 @@ class SingleWorkGroup(DigitPasses):
         self.small.set_scalar_arg_dtypes([None, ulong, None, ulong] + vals
                                          + [uint, uint, uint, key_np, uint])
 
-    def temp_bytes(self, n, passes):
+    @classmethod
+    def temp_bytes(cls, policy, profile, index_bytes, n, passes):
         return 0
 
     def enqueue_small(self, queue, n, begin_bit, end_bit, descending, keys_in, keys_out, vals,

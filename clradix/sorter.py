@@ -17,10 +17,11 @@ from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
 from .memory import QueuePools
 from .onesweep import Onesweep
-from .operands import check_context, check_n, operand
+from .operands import attach_event, check_context, check_disjoint, check_n, operand
 from .passes import WorkGroupLimitError
-from .policy import PolicyError, SortPolicy, _pow2_floor, plan_sort, validate, without_ranking
-from .render import KernelBuildError, ProgramCache
+from .policy import (PolicyError, SortPolicy, _pow2_floor, check_overrides, plan_sort, validate,
+                     without_ranking)
+from .render import KernelBuildError, programs_for
 from .rts import ReduceThenScan, SingleWorkGroup
 from .tuning import tuned_table
 
@@ -67,7 +68,8 @@ class Sorter:
         self.allocator = allocator
         self.overrides = dict(policy, radix_bits=radix_bits, wg_size=wg_size,
                               items_per_thread=items_per_thread, algorithm=algorithm)
-        self._programs = ProgramCache(context)
+        check_overrides(self.overrides)
+        self._programs = programs_for(context)
         self._profiles = {}
         self._tuned_tables = {}
         self._kernels = {}
@@ -96,9 +98,7 @@ class Sorter:
         n = keys.n
         vals = None
         if values is not None:
-            if values is buf:
-                raise ValueError("values must be another buffer than the keys")
-            vals = self._value_operand(values, value_dtype, n)
+            vals = self._value_operand(values, value_dtype, n, keys)
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         wait = _events(wait_for) + keys.events + (vals.events if vals else [])
 
@@ -134,8 +134,8 @@ class Sorter:
                 begin_bit=0, end_bit=None, wait_for=None, allocator=None):
         """Stable argsort: returns ``(indices, event)``; ``keys`` are left unchanged.
 
-        ``indices`` is a pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` (Array or
-        Buffer of that dtype) when given.
+        ``indices`` is a new pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` itself
+        (an Array or Buffer of that dtype, not overlapping the keys) when given.
         """
         self._check_queue(queue)
         k = operand(keys, self.context, "keys", dtype=dtype,
@@ -157,7 +157,8 @@ class Sorter:
             o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
             if o.dtype != idx_dtype:
                 raise TypeError(f"out: expected {idx_dtype} indices for n={n}, got {o.dtype}")
-            out_arr = out if isinstance(out, cl_array.Array) else None
+            out_arr = out
+            check_disjoint(k, o, "out", "the keys")
         wait = _events(wait_for) + k.events + o.events
 
         if n == 0:
@@ -203,7 +204,8 @@ class Sorter:
 
         One ping-pong buffer of n keys (and one of n values), plus the algorithm's constant part:
         onesweep's status ring and digit tables, or reduce-then-scan's count table; nothing when
-        one work-group sorts the keys in local memory (single_wg).
+        one work-group sorts the keys in local memory (single_wg). A size query: it plans, but
+        builds no kernel.
         """
         n = check_n(n)
         codec = key_codec(dtype)
@@ -214,14 +216,19 @@ class Sorter:
         index_name, index_np = _index_t(n)
         vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
         value_t = value_cl_type(value_dtype) if value_dtype is not None else None
-        policy, algo = self._prepare(device, codec, value_t, index_name, index_np, n, vbytes)
+        profile, policy = self._plan(device, codec, value_t, index_name, n, vbytes)
+        validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, vbytes, n)
         if policy.algorithm == "single_wg":
             return 0
         passes = _passes(policy.radix_bits, begin_bit, end_bit)
-        return n * (codec.itemsize + vbytes) + algo.temp_bytes(n, passes)
+        extra = _ALGORITHMS[policy.algorithm].temp_bytes(policy, profile,
+                                                         np.dtype(index_np).itemsize, n, passes)
+        return n * (codec.itemsize + vbytes) + extra
 
     def clear_caches(self):
-        """Release built programs (they are rebuilt, from pyopencl's disk cache, on next use)."""
+        """Release this Sorter's kernels and the built programs of its context (shared by every
+        Sorter and Selector of the context); they are rebuilt, from pyopencl's disk cache, on next
+        use."""
         with self._lock:
             self._kernels.clear()
             self._programs.clear()
@@ -233,21 +240,22 @@ class Sorter:
             raise TypeError(f"expected a pyopencl.CommandQueue, got {type(queue).__name__}")
         check_context(self.context, queue.context, "queue")
 
-    def _value_operand(self, values, value_dtype, n):
+    def _value_operand(self, values, value_dtype, n, keys):
+        if values is keys.buffer or values is keys.array:
+            raise ValueError("values must be another buffer than the keys")
         if value_dtype is None and isinstance(values, cl.MemoryObjectHolder):
-            size = values.size
-            if n and size % n == 0 and size // n in _VALUE_ITEMSIZES:
-                value_dtype = np.dtype(f"V{size // n}") if size // n == 16 else \
-                    np.dtype(f"u{size // n}")
-            else:
-                raise ValueError(f"values: cannot tell the value size from a buffer of {size} bytes "
-                                 f"for n={n} keys; pass value_dtype=")
+            # a width is never guessed from the size: a buffer larger than n values would be
+            # read with the wrong width and written past its n values
+            raise ValueError(f"values: a Buffer does not say its element type; pass value_dtype= "
+                             f"(one of {', '.join(str(w) for w in _VALUE_ITEMSIZES)} bytes: "
+                             f"numpy's uint8 .. uint64 or a 16-byte type such as 'V16')")
         vals = operand(values, self.context, "values", dtype=value_dtype, n=None)
         if vals.n < n:
             raise ValueError(f"values: {vals.n} elements are fewer than the {n} keys "
                              f"(short by {n - vals.n})")
         value_cl_type(vals.dtype)  # TypeError for unsupported widths
         vals.n = n
+        check_disjoint(keys, vals, "values", "the keys")
         return vals
 
     def _tuned(self, profile):
@@ -357,8 +365,8 @@ class Sorter:
         if evt is None:
             evt = cl.enqueue_marker(queue, wait_for=wait or None)
         for op in operands:
-            if op is not None and op.array is not None:
-                op.array.add_event(evt)
+            if op is not None:
+                attach_event(op.array, evt, op.events)
         return evt
 
 

@@ -109,6 +109,7 @@ def busy_switching(monkeypatch):
 def test_one_sorter_four_queues(ctx, busy_switching):
     """A fresh Sorter (empty caches: the first rounds plan and build concurrently), 4 threads x
     20 rounds of mixed dtypes, sizes, modes and directions, every result checked."""
+    ctx = cl.Context(ctx.devices)  # built programs are cached per context: start with none
     sorter = clradix.Sorter(ctx)
     sizes = _sizes(ctx)
     queues = [cl.CommandQueue(ctx) for _ in range(THREADS)]
