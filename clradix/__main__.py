@@ -5,6 +5,7 @@ the device, the time and a bit-exact comparison with numpy's stable sort. ``info
 """
 
 import argparse
+import math
 import sys
 import time
 
@@ -14,20 +15,136 @@ import pyopencl.array as cl_array
 
 from . import __version__
 from .device import DeviceProfile, all_devices, can_build, default_device
-from .keys import KEY_DTYPES, key_codec
+from .keys import KEY_DTYPES, SHORT_NAMES, key_codec, parse_dtype
 from .sorter import Sorter
+
+class CommandLineError(Exception):
+    """A command line that cannot run; main prints the message (no traceback) and exits with 2."""
 
 
 def _pick_device(spec):
     if spec is None:
-        return default_device()
+        try:
+            return default_device()
+        except RuntimeError as exc:  # no usable device
+            raise CommandLineError(str(exc)) from None
     devices = all_devices()
     if spec.isdigit() and int(spec) < len(devices):
         return devices[int(spec)]
     for d in devices:
         if spec.lower() in f"{d.platform.name} {d.name}".lower():
             return d
-    raise SystemExit(f"no OpenCL device matches {spec!r}; `python -m clradix info` lists them")
+    raise CommandLineError(f"no OpenCL device matches {spec!r}; `python -m clradix info` lists "
+                           f"them")
+
+
+# ---------------------------------------------------------------- argument types (argparse type=)
+
+def key_dtype(text):
+    """A key dtype from a name such as ``u32`` or ``float32`` (the one parser of every command)."""
+    try:
+        return parse_dtype(text)
+    except TypeError:
+        raise argparse.ArgumentTypeError(
+            f"unsupported key dtype {text.strip()!r}: expected one of "
+            f"{', '.join(str(d) for d in KEY_DTYPES)} (or {', '.join(SHORT_NAMES)})") from None
+
+
+def key_dtypes(text):
+    """A comma-separated list of key dtypes, such as ``u32,float32``."""
+    names = text.split(",")
+    if not all(name.strip() for name in names):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated key dtypes, such as "
+                                         f"uint32,float32")
+    return [key_dtype(name) for name in names]
+
+
+def _integer(text, low, what):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
+def non_negative(text):
+    """An integer of at least 0."""
+    return _integer(text, 0, "an integer of at least 0")
+
+
+def positive(text):
+    """An integer of at least 1."""
+    return _integer(text, 1, "a positive integer")
+
+
+def seconds(text):
+    """A finite number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (at least 0)")
+    return value
+
+
+MAX_LOG2_SIZE = 40
+
+
+def log2_sizes(text):
+    """A comma-separated list of log2 sizes, such as ``16,20,24``."""
+    out = []
+    for part in text.split(","):
+        try:
+            lg = int(part)
+        except ValueError:
+            lg = None
+        if lg is None or not 1 <= lg <= MAX_LOG2_SIZE:
+            raise argparse.ArgumentTypeError(
+                f"{part.strip()!r} is not a log2 size: expected comma-separated integers from 1 "
+                f"to {MAX_LOG2_SIZE}, such as 16,20,24")
+        out.append(lg)
+    return out
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def keys_file(path):
+    """The keys of a ``.npy`` file: a 1-D array of a key dtype, in native byte order (big-endian
+    keys are converted)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_NPY_MAGIC))
+            if magic != _NPY_MAGIC:
+                what = "an .npz archive" if magic.startswith(b"PK") else "not a .npy file"
+                raise argparse.ArgumentTypeError(f"{path}: {what}; expected a .npy file of keys "
+                                                 f"(numpy.save)")
+            f.seek(0)
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                dtype = np.lib.format.read_array_header_1_0(f)[2]
+            else:
+                dtype = np.lib.format.read_array_header_2_0(f)[2]
+        if dtype.hasobject:
+            raise argparse.ArgumentTypeError(f"{path} holds Python objects (dtype {dtype}), not "
+                                             f"keys clradix sorts")
+        keys = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot load {path}: {exc}") from None
+    if keys.ndim != 1:
+        raise argparse.ArgumentTypeError(f"{path} holds an array of shape {keys.shape}: expected "
+                                         f"a 1-D array of keys")
+    native = keys.dtype.newbyteorder("=")
+    if keys.dtype != native and native in KEY_DTYPES:
+        keys = keys.astype(native)  # big-endian keys: the same values in this machine's order
+    if keys.dtype not in KEY_DTYPES:
+        raise argparse.ArgumentTypeError(
+            f"{path} holds {keys.dtype} keys ({keys.dtype.str}), which clradix does not sort: "
+            f"expected one of {', '.join(str(d) for d in KEY_DTYPES)}")
+    return keys
 
 
 def random_keys(rng, dtype, n):
@@ -45,12 +162,16 @@ def _reference(keys, descending):
 
 def cmd_demo(args):
     dev = _pick_device(args.device)
-    if args.file:
-        keys = np.load(args.file).ravel()
+    if args.file is not None:
+        keys = args.file
     else:
         keys = random_keys(np.random.default_rng(args.seed), args.dtype, args.n)
     codec = key_codec(keys.dtype)
     keys = np.ascontiguousarray(keys)
+    print(f"clradix {__version__} on {DeviceProfile.from_device(dev).describe()}")
+    if keys.size == 0:
+        print(f"nothing to sort: 0 {keys.dtype} keys")
+        return 0
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     sorter = Sorter(ctx)
@@ -69,13 +190,16 @@ def cmd_demo(args):
     ref = _reference(keys, args.descending)
     t_np = time.perf_counter() - t0
     ok = np.array_equal(out.view(codec.unsigned_dtype), ref.view(codec.unsigned_dtype))
-    med = float(np.median(times)) if times else float("nan")
     policy = sorter.plan(dev, keys.dtype, keys.size)
-    print(f"clradix {__version__} on {DeviceProfile.from_device(dev).describe()}")
     print(f"policy  {policy}")
+    if times:
+        med = float(np.median(times))
+        timing = (f"{med * 1e3:.2f} ms median of {len(times)} "
+                  f"({keys.size / med / 1e6 if med else 0:.1f} Mkeys/s)")
+    else:
+        timing = "not timed (--repeat 0)"
     print(f"sorted  {keys.size} {keys.dtype} keys{' descending' if args.descending else ''}: "
-          f"{med * 1e3:.2f} ms median of {len(times)} "
-          f"({keys.size / med / 1e6 if med else 0:.1f} Mkeys/s); numpy.sort {t_np * 1e3:.2f} ms")
+          f"{timing}; numpy.sort {t_np * 1e3:.2f} ms")
     print(f"check   {'OK: bit-exact equal to numpy stable sort' if ok else 'MISMATCH'}")
     return 0 if ok else 1
 
@@ -112,11 +236,12 @@ def cmd_plan(args):
         sorter = Sorter(cl.Context([dev]))
         tuned = tuned_table(prof)
         print(f"{prof.describe()}: {'autotuned' if tuned else 'built-in'} policies")
-        for dtype in args.dtypes.split(","):
+        for dtype in args.dtypes:
             for lg in (10, 16, 20, 24, 28):
-                pol = sorter.plan(dev, np.dtype(dtype), 1 << lg)
+                pol = sorter.plan(dev, dtype, 1 << lg)
                 extra = f" ranking={pol.ranking}" if pol.algorithm == "onesweep" else ""
-                print(f"  {dtype:8s} 2^{lg:<3d} {pol.algorithm:17s} radix_bits={pol.radix_bits} "
+                print(f"  {str(dtype):8s} 2^{lg:<3d} {pol.algorithm:17s} "
+                      f"radix_bits={pol.radix_bits} "
                       f"wg={pol.wg_size} items={pol.items_per_thread}{extra}")
     return 0
 
@@ -124,12 +249,11 @@ def cmd_plan(args):
 def cmd_autotune(args):
     import json
     from .tuning import autotune, cache_path, report, save
-    sizes = [int(s) for s in args.sizes.split(",")]
     everything = []
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)
         print(f"autotuning {prof.describe()}")
-        winners, rows = autotune(dev, args.dtypes.split(","), sizes, args.repeat,
+        winners, rows = autotune(dev, [str(d) for d in args.dtypes], args.sizes, args.repeat,
                                  seconds=args.seconds)
         if winners:
             save(prof, winners)
@@ -143,36 +267,49 @@ def cmd_autotune(args):
 
 
 def main(argv=None):
+    """Run the command line ``argv`` (default: sys.argv[1:]); return the exit status. A command line
+    that cannot run prints one message on stderr and exits with 2 (SystemExit, as argparse does)."""
     ap = argparse.ArgumentParser(prog="python -m clradix", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd")
+    dtype_help = "key dtype: uint8 ... float64, or u8 ... f64"
     demo = sub.add_parser("demo", help="sort random keys or a .npy file and check against numpy")
-    demo.add_argument("--n", type=int, default=1 << 22, help="number of random keys (2^22)")
-    demo.add_argument("--dtype", default="uint32",
-                      choices=[str(d) for d in KEY_DTYPES], help="key dtype (uint32)")
-    demo.add_argument("--file", help="a .npy file of keys to sort instead of random ones")
+    demo.add_argument("--n", type=non_negative, default=1 << 22,
+                      help="number of random keys (2^22)")
+    demo.add_argument("--dtype", type=key_dtype, default="uint32", help=f"{dtype_help} (uint32)")
+    demo.add_argument("--file", type=keys_file, metavar="FILE",
+                      help="a .npy file of keys (1-D) to sort instead of random ones")
     demo.add_argument("--device", help="device index or name substring (default: see info)")
     demo.add_argument("--descending", action="store_true")
-    demo.add_argument("--repeat", type=int, default=5, help="timed runs after one warm-up")
-    demo.add_argument("--seed", type=int, default=0)
-    sub.add_parser("info", help="list OpenCL devices and which one clradix uses by default")
+    demo.add_argument("--repeat", type=non_negative, default=5,
+                      help="timed runs after one warm-up (5)")
+    demo.add_argument("--seed", type=non_negative, default=0)
+    info = sub.add_parser("info", help="list OpenCL devices and which one clradix uses by default")
     plan = sub.add_parser("plan", help="print the policy the planner picks per device and size")
     plan.add_argument("--device")
-    plan.add_argument("--dtypes", default="uint32,float32,uint64")
+    plan.add_argument("--dtypes", type=key_dtypes, default="uint32,float32,uint64",
+                      help="comma-separated key dtypes (uint32,float32,uint64)")
     tune = sub.add_parser("autotune", help="time candidate policies and remember the fastest")
     tune.add_argument("--device")
-    tune.add_argument("--dtypes", default="uint32,float32")
-    tune.add_argument("--sizes", default="16,20,24", help="log2 sizes (16,20,24)")
-    tune.add_argument("--repeat", type=int, default=5,
+    tune.add_argument("--dtypes", type=key_dtypes, default="uint32,float32",
+                      help="comma-separated key dtypes (uint32,float32)")
+    tune.add_argument("--sizes", type=log2_sizes, default="16,20,24",
+                      help="log2 sizes (16,20,24)")
+    tune.add_argument("--repeat", type=positive, default=5,
                       help="timed pairs per candidate, at least (5)")
-    tune.add_argument("--seconds", type=float, default=0.25,
+    tune.add_argument("--seconds", type=seconds, default=0.25,
                       help="more pairs for short sorts: as many as fit in this many seconds "
                            "of the default's time (0.25)")
     tune.add_argument("--json", help="also write every timing here")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["demo"] + argv  # demo is the default command
     args = ap.parse_args(argv)
-    if args.cmd is None:
-        args = ap.parse_args(["demo"] + (argv if argv is not None else sys.argv[1:]))
-    return {"demo": cmd_demo, "info": cmd_info, "plan": cmd_plan,
-            "autotune": cmd_autotune}[args.cmd](args)
+    parser = {"demo": demo, "info": info, "plan": plan, "autotune": tune}[args.cmd]
+    try:
+        return {"demo": cmd_demo, "info": cmd_info, "plan": cmd_plan,
+                "autotune": cmd_autotune}[args.cmd](args)
+    except CommandLineError as exc:
+        parser.error(str(exc))
 
 
 if __name__ == "__main__":

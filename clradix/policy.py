@@ -7,11 +7,15 @@ the items each work-item ranks, and how many blocks per compute unit the reduce-
 """
 
 import math
-from dataclasses import dataclass, replace
+import numbers
+import typing
+import warnings
+from dataclasses import MISSING, dataclass, replace
 
 ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
 RADIX_BITS = (2, 4, 8)
 RANKINGS = ("local", "ptx", "khr", "intel")
+RING_GUARDS = ("flags", "tail")
 # Onesweep's look-back words hold 29-bit counts: larger sorts run in portions of this many keys.
 ONESWEEP_PORTION = 1 << 28
 
@@ -94,22 +98,89 @@ _DEFAULTS = {
 }
 
 
+# The type of each SortPolicy field, and the accepted values of the enum-like string fields.
+_FIELD_TYPES = typing.get_type_hints(SortPolicy)
+_CHOICES = {"algorithm": ALGORITHMS, "ranking": RANKINGS, "ring_guard": RING_GUARDS}
+
+
+def check_field(name, value):
+    """Raise TypeError or ValueError naming the SortPolicy field, the value and what the field
+    accepts if ``value`` is not one of its values (int fields take ints, not bool, float or str;
+    the enum-like fields one of their strings). Ranges are :func:`validate`'s job."""
+    if name not in _FIELD_TYPES:
+        raise TypeError(f"unknown policy field {name!r}: policy fields are "
+                        f"{', '.join(_FIELD_TYPES)}")
+    kind = _FIELD_TYPES[name]
+    if name in _CHOICES:
+        accepted = f"one of {', '.join(repr(c) for c in _CHOICES[name])}"
+        ok_type = isinstance(value, str)
+        ok = ok_type and value in _CHOICES[name]
+    elif kind is bool:
+        accepted = "True or False"
+        ok = ok_type = isinstance(value, bool)
+    elif kind is int:
+        accepted = "an integer"
+        ok = ok_type = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    else:  # pragma: no cover - a field added without a rule here
+        raise TypeError(f"policy field {name} has no check for its type {kind}")
+    if not ok:
+        raise (ValueError if ok_type else TypeError)(
+            f"{name}={value!r} ({type(value).__name__}): {name} takes {accepted}")
+
+
+def check_overrides(overrides):
+    """Raise TypeError or ValueError (naming the field, the value and what it accepts) unless every
+    item of ``overrides`` is a SortPolicy field and its value None (the planner chooses) or one the
+    field takes (see :func:`check_field`)."""
+    unknown = set(overrides) - set(SortPolicy.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown policy override(s): {', '.join(sorted(unknown))}; policy fields "
+                        f"are {', '.join(SortPolicy.__dataclass_fields__)}")
+    for name, value in overrides.items():
+        if value is not None:
+            try:
+                check_field(name, value)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{exc}, or None (the planner chooses)") from None
+
+
+def policy_from_fields(fields):
+    """The SortPolicy of a dict of its fields (as tuning.save writes them); TypeError or ValueError
+    naming a missing, unknown or ill-typed field. Ranges are :func:`validate`'s job."""
+    if not isinstance(fields, dict):
+        raise TypeError(f"expected an object of policy fields, got {type(fields).__name__}")
+    for name, value in fields.items():
+        check_field(name, value)
+    missing = [f.name for f in SortPolicy.__dataclass_fields__.values()
+               if f.name not in fields and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise TypeError(f"missing policy field(s): {', '.join(missing)}")
+    return SortPolicy(**fields)
+
+
 def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     """The policy for sorting ``n`` keys of ``codec`` (with values of ``value_bytes`` or None).
 
     ``tuned`` is an autotuned table ``{(dtype name, log2 n): SortPolicy}`` for this device (see
     tuning.py): without overrides, its entry for the nearest size class wins when it fits.
     Keyword overrides (any SortPolicy field) replace the planner's choice when not None.
+    A tuned policy that cannot run here is skipped with a RuntimeWarning naming its entry and why.
     """
+    check_overrides(overrides)
     if tuned and not any(v is not None for v in overrides.values()):
-        pol = _pick_tuned(tuned, codec.dtype, n)
-        if pol is not None:
+        picked = _pick_tuned(tuned, codec.dtype, n)
+        if picked is not None:
+            (dtype, lg), pol = picked
             try:
                 validate(pol, profile, codec.itemsize, 8 if n >= (1 << 31) else 4,
                          value_bytes or 0, n)
                 return pol
-            except PolicyError:
-                pass
+            except PolicyError as exc:
+                # (n left out of the message: one warning per entry and reason, not per size)
+                vals = f" with {value_bytes}-byte values" if value_bytes else ""
+                warnings.warn(f"ignoring the tuned policy {dtype}:{lg} of {profile.describe()} "
+                              f"for keys{vals}: {exc}; using the built-in policy",
+                              RuntimeWarning, stacklevel=2)
     if profile.is_gpu and profile.is_nvidia:
         base = _DEFAULTS["nvidia" if n >= (1 << 18) else "nvidia-small"]
     elif profile.is_gpu:
@@ -123,9 +194,11 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     else:
         base = _DEFAULTS["cpu"]
     fields = {k: v for k, v in overrides.items() if v is not None}
-    unknown = set(fields) - set(SortPolicy.__dataclass_fields__)
-    if unknown:
-        raise TypeError(f"unknown policy override(s): {', '.join(sorted(unknown))}")
+    # what the sizing below computes with (validate checks the rest once the policy is whole)
+    if fields.get("radix_bits", RADIX_BITS[0]) not in RADIX_BITS:
+        raise PolicyError(_radix_bits_message(fields["radix_bits"]))
+    if fields.get("sg_size", 1) < 1:
+        raise PolicyError(f"sg_size={fields['sg_size']} must be at least 1")
     small = _small_policy(profile, codec, value_bytes, fields)
     if small is not None and n <= small.tile and not (
             {"algorithm", "radix_bits", "wg_size", "items_per_thread"} & set(fields)):
@@ -150,10 +223,13 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
 
 
 def _pick_tuned(table, dtype, n):
-    """The tuned policy for the size class nearest to n (in log2), or None."""
+    """(key, policy) of the tuned entry for the size class nearest to n (in log2), or None."""
     lg = math.log2(max(n, 1))
     cands = [(abs(k - lg), k) for (dt, k) in table if dt == str(dtype)]
-    return table[(str(dtype), min(cands)[1])] if cands else None
+    if not cands:
+        return None
+    key = (str(dtype), min(cands)[1])
+    return key, table[key]
 
 
 def _small_policy(profile, codec, value_bytes, fields):
@@ -178,7 +254,7 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     if policy.algorithm not in ALGORITHMS:
         raise PolicyError(f"unknown algorithm {policy.algorithm!r}: expected one of {ALGORITHMS}")
     if policy.radix_bits not in RADIX_BITS:
-        raise PolicyError(f"radix_bits={policy.radix_bits} is not supported: expected 2, 4 or 8")
+        raise PolicyError(_radix_bits_message(policy.radix_bits))
     if policy.wg_size < 1 or policy.wg_size & (policy.wg_size - 1):
         raise PolicyError(f"wg_size={policy.wg_size} must be a power of two")
     if policy.wg_size > profile.max_wg_size:
@@ -190,6 +266,9 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"tile of {policy.tile} keys (wg_size x items_per_thread) exceeds 65536")
     if policy.blocks_per_cu < 1:
         raise PolicyError(f"blocks_per_cu={policy.blocks_per_cu} must be at least 1")
+    if policy.max_registers < 0:
+        raise PolicyError(f"max_registers={policy.max_registers} must be 0 (the compiler's choice) "
+                          f"or more")
     need = policy.local_bytes(key_bytes, index_bytes, value_bytes)
     if policy.algorithm == "single_wg" and n_keys is not None and n_keys > policy.tile:
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
@@ -205,6 +284,10 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"too little local memory on {dev}: {policy} needs {need} bytes of local "
                           f"memory for {key_bytes}-byte keys, the device has "
                           f"{profile.local_mem_bytes} (CL_DEVICE_LOCAL_MEM_SIZE)")
+
+
+def _radix_bits_message(radix_bits):
+    return f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8"
 
 
 def ranking_backends(profile):
@@ -239,8 +322,15 @@ def _validate_onesweep(policy, profile):
     if not 1 <= policy.sg_size <= 32 or policy.wg_size % policy.sg_size:
         raise PolicyError(f"sg_size={policy.sg_size} must divide wg_size={policy.wg_size} and be "
                           f"at most 32")
-    if policy.ring_guard not in ("flags", "tail"):
+    if policy.ring_guard not in RING_GUARDS:
         raise PolicyError(f"ring_guard={policy.ring_guard!r}: expected 'flags' or 'tail'")
+    if policy.spin_limit < 0:
+        raise PolicyError(f"spin_limit={policy.spin_limit} must be at least 0")
+    if policy.ring_guard == "tail" and not 0 <= policy.tail_bits < 32:
+        raise PolicyError(f"tail_bits={policy.tail_bits} must be from 0 to 31")
+    if policy.tile >= 1 << 16:
+        raise PolicyError(f"onesweep's tile of {policy.tile} keys (wg_size x items_per_thread) "
+                          f"must be below 65536: a key's rank shares a 32-bit word with its digit")
     slack = (1 << policy.tail_bits) if policy.ring_guard == "tail" else 1
     if policy.lookback < 1 or policy.lookback + slack > policy.ring_slots:
         raise PolicyError(f"ring_slots={policy.ring_slots} must be at least lookback "

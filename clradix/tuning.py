@@ -4,7 +4,8 @@ The cache is one JSON file in the user's cache folder (``platformdirs``), or in
 ``$CLRADIX_CACHE_DIR``; ``CLRADIX_NO_TUNING=1`` makes clradix ignore it. Entries are keyed by the
 device identity (platform, device, driver version) and are only used by the clradix version that
 wrote them. A file that cannot be read, or was written by another version, is ignored with a
-warning (and replaced by the next ``python -m clradix autotune``).
+warning (and replaced by the next ``python -m clradix autotune``); so is each entry of the wrong
+shape or type, and a tuned policy that cannot run on its device (:func:`clradix.policy.plan_sort`).
 """
 
 import json
@@ -15,9 +16,10 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from . import __version__
-from .keys import key_codec, parse_dtype
+from .keys import KEY_DTYPES, key_codec, parse_dtype
 from .policy import _DEFAULTS, RADIX_BITS, PolicyError, SortPolicy, plan_sort, ranking_backends
-from .policy import validate
+from .policy import policy_from_fields, validate
+from .render import KernelBuildError
 
 FORMAT = 1
 DEFAULT_SIZES = (16, 20, 24)
@@ -48,30 +50,57 @@ def _read():
         warnings.warn(f"ignoring the tuning cache {path}: written by clradix "
                       f"{data.get('clradix')}, this is {__version__}", RuntimeWarning, stacklevel=3)
         return {}
-    return data.get("devices", {})
+    devices = data.get("devices", {})
+    if not isinstance(devices, dict):
+        warnings.warn(f"ignoring the tuning cache {path}: \"devices\" is a "
+                      f"{type(devices).__name__}, expected an object", RuntimeWarning, stacklevel=3)
+        return {}
+    return devices
 
 
 def tuned_table(profile):
-    """{(dtype name, log2 n): SortPolicy} tuned for this device, or {} (none, or disabled)."""
+    """{(dtype name, log2 n): SortPolicy} tuned for this device, or {} (none, or disabled).
+
+    Entries of the wrong shape or type are left out, each with a RuntimeWarning naming it and why.
+    """
     if os.environ.get("CLRADIX_NO_TUNING"):
         return {}
     entries = _read().get(profile.identity, {})
+    if not isinstance(entries, dict):
+        warnings.warn(f"ignoring the tuning entries of {profile.identity}: expected an object, "
+                      f"got {type(entries).__name__}", RuntimeWarning, stacklevel=2)
+        return {}
     table = {}
     for key, fields in entries.items():
         try:
-            dtype, lg = key.split(":")
-            table[(dtype, int(lg))] = SortPolicy(**fields)
+            table[_entry_key(key)] = policy_from_fields(fields)
         except (TypeError, ValueError) as exc:
             warnings.warn(f"ignoring tuning entry {key!r} of {profile.identity}: {exc}",
                           RuntimeWarning, stacklevel=2)
     return table
 
 
+_DTYPE_NAMES = tuple(str(d) for d in KEY_DTYPES)
+
+
+def _entry_key(key):
+    """(dtype name, log2 n) of a cache entry's key ``"dtype:log2n"``; ValueError naming the
+    problem if it is not one."""
+    dtype, sep, lg = key.partition(":")
+    size_ok = lg.isascii() and lg.isdigit() and int(lg) <= 64
+    if not sep or dtype not in _DTYPE_NAMES or not size_ok:
+        raise ValueError(f"expected a key \"dtype:log2n\" with dtype one of "
+                         f"{', '.join(_DTYPE_NAMES)} and log2n from 0 to 64")
+    return dtype, int(lg)
+
+
 def save(profile, winners):
     """Merge ``{(dtype, log2 n): SortPolicy}`` for this device into the cache file."""
     path = cache_path()
     devices = _read() if os.path.exists(path) else {}
-    entry = devices.setdefault(profile.identity, {})
+    entry = devices.get(profile.identity)
+    if not isinstance(entry, dict):  # none yet, or a broken one (tuned_table warned)
+        entry = devices[profile.identity] = {}
     for (dtype, lg), pol in winners.items():
         entry[f"{dtype}:{lg}"] = asdict(pol)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -133,6 +162,9 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
     # holding one sort's temporaries rather than one per candidate
     pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
     rng = np.random.default_rng(2026)
+    # what a candidate this device cannot run raises: a policy it refuses, a kernel its compiler
+    # refuses, an OpenCL error launching or running it, too little memory (anything else is a bug)
+    cannot_run = (PolicyError, KernelBuildError, cl.Error, MemoryError)
     winners, rows = {}, []
     for dtype in dtypes:
         dt = parse_dtype(dtype)
@@ -160,8 +192,8 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
                 sorter = Sorter(ctx, allocator=pool, **asdict(pol))
                 try:
                     run_once(sorter)
-                except Exception as exc:  # a candidate the driver cannot run is skipped
-                    log(f"  skipped {pol}: {type(exc).__name__}: {str(exc)[:200]}")
+                except cannot_run as exc:
+                    log(f"  skipped {pol}: {_reason(exc)}")
                     continue
                 if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
                     raise AssertionError(f"{pol} sorted {dt} 2^{lg} wrongly on {profile.describe()}")
@@ -185,6 +217,15 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
             timed = src = work = None
             pool.free_held()
     return winners, rows
+
+
+def _reason(exc, keep=300):
+    """``exc`` on one line: its type and message, the middle of a long message (a build log's)
+    left out."""
+    text = " ".join(str(exc).split())
+    if len(text) > 2 * keep:
+        text = f"{text[:keep]} ... {text[-keep:]}"
+    return f"{type(exc).__name__}: {text}"
 
 
 def _time_paired(timed, ref_at, run_once, repeat):

@@ -5,9 +5,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+import clradix
 from clradix.device import DeviceProfile
 from clradix.keys import key_codec
-from clradix.policy import PolicyError, SortPolicy, plan_sort, validate
+from clradix.policy import PolicyError, SortPolicy, check_overrides, plan_sort, validate
 
 
 def profile(**kw):
@@ -91,3 +92,88 @@ def test_onesweep_validation_names_the_problem():
         validate(SortPolicy("onesweep", 8, 256, 4, ring_slots=16, lookback=16), p, 4, 4)
     with pytest.raises(PolicyError, match="sg_size=48"):
         validate(SortPolicy("onesweep", 8, 256, 4, sg_size=48), p, 4, 4)
+
+
+BAD_OVERRIDES = [
+    (dict(wg_size=256.0), TypeError, "wg_size=256.0 (float): wg_size takes an integer"),
+    (dict(wg_size="256"), TypeError, "wg_size='256' (str): wg_size takes an integer"),
+    (dict(items_per_thread=True), TypeError, "items_per_thread=True (bool): items_per_thread "
+                                             "takes an integer"),
+    (dict(radix_bits=np.float32(8)), TypeError, "(float32): radix_bits takes an integer"),
+    (dict(lookback="x"), TypeError, "lookback='x' (str): lookback takes an integer"),
+    (dict(algorithm="fast"), ValueError, "algorithm='fast' (str): algorithm takes one of "
+                                         "'reduce_then_scan', 'onesweep', 'single_wg'"),
+    (dict(algorithm=1), TypeError, "algorithm=1 (int): algorithm takes one of"),
+    (dict(ranking="cuda"), ValueError, "ranking='cuda' (str): ranking takes one of 'local', "
+                                       "'ptx', 'khr', 'intel'"),
+    (dict(ring_guard="lock"), ValueError, "ring_guard='lock' (str): ring_guard takes one of "
+                                          "'flags', 'tail'"),
+    (dict(force_fallback=1), TypeError, "force_fallback=1 (int): force_fallback takes True or "
+                                        "False"),
+]
+
+
+@pytest.mark.parametrize("override,exc,msg", BAD_OVERRIDES,
+                         ids=[f"{k}={v!r}" for o, _, _ in BAD_OVERRIDES for k, v in o.items()])
+def test_override_of_the_wrong_type_or_value_is_refused(override, exc, msg):
+    """The error names the field, the value and what the field takes (None: the planner's)."""
+    for call in (lambda: check_overrides(dict(override, blocks_per_cu=None)),
+                 lambda: plan_sort(profile(), key_codec(np.uint32), None, 10 ** 6, **override)):
+        with pytest.raises(exc) as info:
+            call()
+        assert info.type is exc and msg in str(info.value), str(info.value)
+        assert "or None (the planner chooses)" in str(info.value)
+
+
+def test_overrides_of_the_right_type_pass():
+    check_overrides(dict(wg_size=np.int64(128), items_per_thread=8, algorithm="onesweep",
+                         ranking="local", ring_guard="tail", force_fallback=True))
+    check_overrides({name: None for name in SortPolicy.__dataclass_fields__})
+    with pytest.raises(TypeError, match="unknown policy override.*: bogus"):
+        check_overrides(dict(bogus=None))
+
+
+def test_sorter_refuses_an_override_of_the_wrong_type(ctx):
+    """Sorter(wg_size=256.0) refuses with the field named, not with a raw error of a later step."""
+    with pytest.raises(TypeError, match=r"wg_size=256.0 \(float\): wg_size takes an integer"):
+        sorter = clradix.Sorter(ctx, wg_size=256.0)
+        sorter.plan(ctx.devices[0], np.uint32, 10 ** 5)
+
+
+@pytest.mark.parametrize("override,msg", [
+    (dict(radix_bits=-1), "radix_bits=-1 is not supported: expected 2, 4 or 8"),
+    (dict(algorithm="onesweep", sg_size=0), "sg_size=0 must be at least 1"),
+], ids=["radix_bits=-1", "sg_size=0"])
+def test_out_of_range_override_is_a_policy_error(override, msg):
+    """Not a raw ValueError or ZeroDivisionError of the planner's sizing arithmetic."""
+    with pytest.raises(PolicyError) as info:
+        plan_sort(profile(), key_codec(np.uint32), None, 10 ** 6, **override)
+    assert msg in str(info.value)
+
+
+@pytest.mark.parametrize("pol,msg", [
+    (SortPolicy("onesweep", 8, 256, 4, ring_guard="tail", tail_bits=-1),
+     "tail_bits=-1 must be from 0 to 31"),
+    (SortPolicy("onesweep", 8, 256, 4, spin_limit=-1), "spin_limit=-1 must be at least 0"),
+    (SortPolicy("onesweep", 4, 256, 256, sg_size=32),
+     "onesweep's tile of 65536 keys (wg_size x items_per_thread) must be below 65536"),
+    (SortPolicy("reduce_then_scan", 8, 256, 4, max_registers=-1), "max_registers=-1 must be 0"),
+], ids=["tail_bits=-1", "spin_limit=-1", "onesweep tile 65536", "max_registers=-1"])
+def test_validation_names_every_out_of_range_field(pol, msg):
+    """validate refuses these with a PolicyError (before: a raw error, or a kernel that fails to
+    render or run)."""
+    p = profile(local_mem_bytes=1 << 20)
+    with pytest.raises(PolicyError) as info:
+        validate(pol, p, 4, 4)
+    assert msg in str(info.value)
+
+
+def test_tuned_policy_that_cannot_run_warns_and_the_default_is_used():
+    """A tuned entry the device cannot run is skipped with a RuntimeWarning naming it and why."""
+    p = profile()
+    c = key_codec(np.uint32)
+    tuned = {("uint32", 20): SortPolicy("onesweep", 8, 256, 16, ranking="ptx")}
+    with pytest.warns(RuntimeWarning, match=r"ignoring the tuned policy uint32:20 of Test GPU .*: "
+                                            r"ranking back-end 'ptx' is not available"):
+        pol = plan_sort(p, c, None, 1 << 20, tuned)
+    assert pol == plan_sort(p, c, None, 1 << 20)

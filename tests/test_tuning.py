@@ -1,15 +1,19 @@
 """Autotuning: the disk cache, the planner's use of it, and every candidate policy sorting."""
 
 import json
+from dataclasses import asdict
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
 import clradix
 from clradix import tuning
 from clradix.device import DeviceProfile
-from clradix.policy import SortPolicy
+from clradix.keys import key_codec
+from clradix.policy import SortPolicy, plan_sort
+from clradix.render import KernelBuildError
 
 from data import float_specials
 from reference import bits_of
@@ -118,3 +122,124 @@ def test_paired_timing_cancels_the_machine_speed():
     assert ref_ms in (10.0, 30.0)
     assert got["fast"][0] == pytest.approx(0.8 * ref_ms)
     assert calls.count("fast") == calls.count("slow") == 7 and calls.count("default") == 14
+
+
+_GOOD = dict(algorithm="reduce_then_scan", radix_bits=8, wg_size=64, items_per_thread=4)
+
+
+def _entries(prof, **entries):
+    return {"format": 1, "clradix": clradix.__version__, "devices": {prof.identity: entries}}
+
+
+BAD_CACHES = {
+    # shapes
+    "devices list": (lambda prof: {"format": 1, "clradix": clradix.__version__, "devices": []},
+                     r"\"devices\" is a list, expected an object"),
+    "device entry list": (lambda prof: {"format": 1, "clradix": clradix.__version__,
+                                        "devices": {prof.identity: []}},
+                          r"ignoring the tuning entries of .*: expected an object, got list"),
+    "policy not an object": (lambda prof: _entries(prof, **{"uint32:10": 5}),
+                             r"'uint32:10'.*expected an object of policy fields, got int"),
+    "key without size": (lambda prof: _entries(prof, **{"uint32": _GOOD}),
+                         r"'uint32'.*expected a key \"dtype:log2n\""),
+    "key of a short dtype name": (lambda prof: _entries(prof, **{"u32:10": _GOOD}),
+                                  r"'u32:10'.*expected a key \"dtype:log2n\""),
+    # types
+    "wg_size str": (lambda prof: _entries(prof, **{"uint32:10": dict(_GOOD, wg_size="256")}),
+                    r"'uint32:10'.*wg_size='256' \(str\): wg_size takes an integer"),
+    "wg_size float": (lambda prof: _entries(prof, **{"uint32:10": dict(_GOOD, wg_size=256.0)}),
+                      r"'uint32:10'.*wg_size=256.0 \(float\)"),
+    "wg_size bool": (lambda prof: _entries(prof, **{"uint32:10": dict(_GOOD, wg_size=True)}),
+                     r"'uint32:10'.*wg_size=True \(bool\)"),
+    "items_per_thread float": (
+        lambda prof: _entries(prof, **{"uint32:10": dict(_GOOD, items_per_thread=16.0)}),
+        r"'uint32:10'.*items_per_thread=16.0 \(float\)"),
+    "lookback str": (lambda prof: _entries(prof, **{"uint32:10": dict(
+        _GOOD, algorithm="onesweep", ranking="local", lookback="x")}),
+        r"'uint32:10'.*lookback='x' \(str\)"),
+    "algorithm unknown": (lambda prof: _entries(prof, **{"uint32:10": dict(
+        _GOOD, algorithm="bitonic")}), r"'uint32:10'.*algorithm='bitonic' \(str\)"),
+    "field missing": (lambda prof: _entries(prof, **{"uint32:10": dict(algorithm="onesweep")}),
+                      r"'uint32:10'.*missing policy field\(s\): radix_bits, wg_size"),
+    # well typed, out of range: skipped when planned (validate)
+    "radix_bits 3": (lambda prof: _entries(prof, **{"uint32:10": dict(_GOOD, radix_bits=3)}),
+                     r"ignoring the tuned policy uint32:10 .*radix_bits=3 is not supported"),
+    "tail_bits -1": (lambda prof: _entries(prof, **{"uint32:10": dict(
+        _GOOD, algorithm="onesweep", ranking="local", ring_guard="tail", tail_bits=-1)}),
+        r"ignoring the tuned policy uint32:10 .*tail_bits=-1"),
+    "onesweep tile 65536": (lambda prof: _entries(prof, **{"uint32:10": dict(
+        _GOOD, algorithm="onesweep", ranking="local", wg_size=256, items_per_thread=256)}),
+        r"ignoring the tuned policy uint32:10 "),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_CACHES))
+def test_bad_entries_are_ignored_with_a_warning(ctx, queue, cache, kind, rng):
+    """A cache of the right format but bad entries: each is left out with a RuntimeWarning naming
+    it and why, and sorts use the built-in policy."""
+    dev = ctx.devices[0]
+    prof = DeviceProfile.from_device(dev)
+    content, why = BAD_CACHES[kind]
+    cache.write_text(json.dumps(content(prof)))
+    keys = rng.integers(0, 2 ** 32, 1000, dtype=np.uint32)
+    d = cl_array.to_device(queue, keys)
+    with pytest.warns(RuntimeWarning, match=why):
+        sorter = clradix.Sorter(ctx)
+        sorter.sort(queue, d).wait()
+        pol = sorter.plan(dev, np.uint32, keys.size)
+    np.testing.assert_array_equal(d.get(), np.sort(keys))
+    assert pol == plan_sort(prof, key_codec(np.uint32), None, keys.size)
+
+
+def test_save_repairs_a_broken_device_entry(ctx, cache):
+    """save replaces this device's broken entry and keeps the other devices'."""
+    prof = DeviceProfile.from_device(ctx.devices[0])
+    cache.write_text(json.dumps({"format": 1, "clradix": clradix.__version__,
+                                 "devices": {prof.identity: [], "other | device | 1": {}}}))
+    tuned = SortPolicy("reduce_then_scan", 4, 64, 8)
+    with pytest.warns(RuntimeWarning, match="expected an object, got list"):
+        assert tuning.tuned_table(prof) == {}
+    tuning.save(prof, {("uint32", 12): tuned})
+    assert tuning.tuned_table(prof) == {("uint32", 12): tuned}
+    assert "other | device | 1" in json.loads(cache.read_text())["devices"]
+
+
+@pytest.mark.parametrize("error", [
+    KernelBuildError("building radix_sort.cl.mako failed: error: too many registers"),
+    cl.LogicError("clEnqueueNDRangeKernel failed: INVALID_WORK_GROUP_SIZE"),
+    MemoryError("allocating 4096 bytes of temporary memory failed"),
+])
+def test_autotune_skips_a_candidate_the_device_cannot_run(ctx, cache, monkeypatch, error):
+    """Each skipped candidate is logged with the reason; the others are timed."""
+    refused = SortPolicy("reduce_then_scan", 3, 64, 4)   # radix_bits=3: a PolicyError
+    failing = SortPolicy("reduce_then_scan", 4, 64, 4)
+    log = _autotune_with(ctx, monkeypatch, [refused, failing], failing, error)
+    skipped = [line for line in log if "skipped" in line]
+    assert len(skipped) == 2, log
+    assert str(refused) in skipped[0] and "PolicyError: radix_bits=3 is not supported" in skipped[0]
+    assert str(failing) in skipped[1] and f"{type(error).__name__}: {error}" in skipped[1]
+
+
+def test_autotune_stops_on_an_error_that_is_a_bug(ctx, cache, monkeypatch):
+    """An error no device explains (a bug of clradix) is not taken for a slow candidate."""
+    failing = SortPolicy("reduce_then_scan", 4, 64, 4)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        _autotune_with(ctx, monkeypatch, [failing], failing, ZeroDivisionError("a bug"))
+
+
+def _autotune_with(ctx, monkeypatch, candidates, failing, error):
+    """The log of autotune at 2^8 uint32 keys over ``candidates`` (and the planner's default),
+    where sorting with ``failing`` raises ``error``."""
+    monkeypatch.setattr(tuning, "candidates", lambda *args: list(candidates))
+    real_sort = clradix.Sorter.sort
+
+    def sort(self, queue, buf, **kwargs):
+        if all(self.overrides.get(k) == v for k, v in asdict(failing).items()):
+            raise error
+        return real_sort(self, queue, buf, **kwargs)
+    monkeypatch.setattr(clradix.Sorter, "sort", sort)
+    log = []
+    winners, rows = tuning.autotune(ctx.devices[0], ["uint32"], [8], repeat=1, log=log.append,
+                                    seconds=0)
+    assert list(winners) == [("uint32", 8)] and len(rows) == 1
+    return log
