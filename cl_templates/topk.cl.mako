@@ -24,9 +24,20 @@
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions and
 ## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
-## for the global-sort route), idx_t (the caller's index type), wg, ipt, sort_size (power of two, the largest k that
-## topk_sort_rows sorts; 0 when it is not built), warp_aggregate (NVIDIA: inline PTX match.any
-## merges a warp's equal digits into one local atomic).
+## for the global-sort route), idx_t (the caller's index type), wg (a power of two >= RADIX),
+## ipt, sort_size (power of two, the largest k that topk_sort_rows sorts; 0 when it is not
+## built), warp_aggregate (NVIDIA: inline PTX match.any merges a warp's equal digits into one
+## local atomic).
+##
+## Work-item dependent branches after a barrier: the pass kernels have barriers under uniform
+## conditions (a finished row returns early, `if (!last)`, `if (any)`), and PoCL 3.1 treats the
+## first branch of a region after such a barrier as uniform: it evaluates it for work-item 0 and
+## assumes the others agree. A per-digit loop `for (d = lid; d < RADIX; d += WG)` there is always
+## taken when wg == RADIX, but from wg = 512 on work-items lid >= RADIX ran it too, adding their
+## histogram counts 1 KiB (wg - RADIX counters) past their row's histogram: into the next row's,
+## or past the buffer. So after a barrier the pass kernels hand out digits without branching on
+## lid: every work-item takes digit lid & (RADIX - 1), those from RADIX on with a count of zero
+## (a select, not a branch), in next_state's histogram read and in the final histogram add.
 <%namespace name="common" file="common.mako"/>
 <%
     DIGIT_BITS = 8
@@ -35,7 +46,7 @@
     KEY_DIGITS = key_bits // DIGIT_BITS
     TILE = wg * ipt
     assert TILE < 65536, "per-tile counts are packed in 16 bits"
-    assert wg >= RADIX
+    assert wg >= RADIX and wg & (wg - 1) == 0
     unroll = "#pragma unroll"
     # Unrolled, the output loop keeps x, pos and cls in registers (NVIDIA); PoCL 3.1 computes
     # wrong output slots from the unrolled loop, so it stays a loop elsewhere.
@@ -159,13 +170,17 @@ inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, 
         st.flags = F_DONE;
         return st;
     }
-    const uint d = lid;
+    /* work-item d holds digit d; those from RADIX on hold an empty bucket (h = 0), for which the
+       test below is false (below < need <= below + 0 cannot hold): no branch on lid after the
+       scan's barriers (see the top of the file) */
+    const uint d = lid & (RADIX - 1);
     if (lid == 0)
         *lstate = st;
-    const INDEX_T h = d < RADIX ? hist[d] : (INDEX_T)0;
+    const INDEX_T hd = hist[d];
+    const INDEX_T h = lid < RADIX ? hd : (INDEX_T)0;
     INDEX_T total;
     const INDEX_T below = wg_scan_index(h, scratch, lid, &total);
-    if (d < RADIX && below < st.need && st.need <= below + h) {
+    if (below < st.need && st.need <= below + h) {
         const uint q = p - 1;      /* the digit this histogram counted */
         row_state s = st;
         s.need = st.need - below;
@@ -221,8 +236,8 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             state_out[row] = st;
             cand_count[(size_t)((p + 1) & 1) * rows + row] = 0;   /* pass p + 1 writes with it */
         }
-        for (uint d = lid; d < RADIX; d += WG)
-            hist_next[(size_t)row * RADIX + d] = 0;
+        if (lid < RADIX)   /* wg >= RADIX */
+            hist_next[(size_t)row * RADIX + lid] = 0;
     }
     if (st.flags & F_DONE)
         return;
@@ -373,13 +388,15 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     }
     if (!last) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint d = lid; d < RADIX; d += WG) {
-            uint c = 0;
-            for (uint j = 0; j < NSUB; ++j)
-                c += lhist[d * NSUB + j];
-            if (c)
-                COUNTER_ADD(hist_cur + (size_t)row * RADIX + d, c);
-        }
+        /* work-item lid adds digit lid's count, those from RADIX on a zero one (see the top of the
+           file): no branch on lid, and no address outside the row's histogram */
+        const uint d = lid & (RADIX - 1);
+        uint c = 0;
+        for (uint j = 0; j < NSUB; ++j)
+            c += lhist[d * NSUB + j];
+        c = lid < RADIX ? c : 0u;
+        if (c)
+            COUNTER_ADD(hist_cur + (size_t)row * RADIX + d, c);
     }
 }
 </%def>

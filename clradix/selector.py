@@ -4,11 +4,12 @@ The k largest (or smallest) keys of each row and their positions, in one chain o
 kernels for all rows: no read-back, no loop over rows. Ties go to the smaller position and NaN
 counts as the largest value, so the result is the same on every run and device.
 
-Temporary memory, per call (``Selector.temp_bytes``): two candidate buffers of ``cap`` keys and
-positions per row, cap = min(row_len, max(row_len // 32, 1024)) (about 1/8 of the input for 32-bit
-keys, 16 bytes x 2048 per row for short rows), 768 counters and two row states per row, and
-for sorted results k keys and indices per row (plus the sorts' own temporaries when k exceeds the
-local-memory sort).
+Temporary memory, per call (``Selector.temp_bytes``, exactly what a call asks its allocator for):
+one allocation, split into sub-buffers, of two candidate buffers of ``cap`` keys and positions per
+row, cap = min(row_len, max(row_len // 32, 1024)) (about 1/8 of the input for 32-bit keys, 16 bytes
+x 2048 per row for short rows), 768 counters and two row states per row, and for sorted results k
+keys and indices per row (each part aligned to 4 KiB); plus the sorts' own temporaries when k
+exceeds the local-memory sort.
 """
 
 import threading
@@ -16,12 +17,13 @@ import threading
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
 
 from .device import DeviceProfile
 from .keys import key_codec
 from .memory import QueuePools
-from .operands import _buffer_size, check_context, operand
-from .render import ProgramCache
+from .operands import _buffer_size, attach_event, check_context, check_n, operand
+from .render import programs_for
 from .sorter import Sorter, _events
 
 DIGIT_BITS = 8
@@ -32,24 +34,33 @@ STATE_BYTES = 64  # sizeof(row_state) is at most 56
 # that tests can force the 64-bit kernels at small sizes).
 INDEX32_LIMIT = 2 ** 31
 
+DEFAULT_ITEMS_PER_THREAD = 8
+# A tile's taken and candidate counts share one 32-bit word in the pass kernels' scan.
+TILE_LIMIT = 1 << 16
+# The local-memory sort's largest size (topk_sort_rows; _local_sort_size picks at most this).
+MAX_SORT_SIZE = 2048
+
 
 class Selector:
     """Top-k of OpenCL buffers and pyopencl arrays on one context.
 
-    ``wg_size`` and ``items_per_thread`` set the selection kernels' tile, ``groups_per_cu`` how many
-    work-groups per compute unit share a row; ``sort_size`` the largest k
-    sorted in local memory (a power of two; larger k use the radix sort). ``allocator`` provides
+    ``wg_size`` (a power of two from 256, the histogram's digits, up to the devices' largest
+    work-group) and ``items_per_thread`` (a power of two >= 2, default 8; wg_size x
+    items_per_thread below 65536) set the selection kernels' tile, ``groups_per_cu`` (a positive
+    integer) how many work-groups per compute unit share a row; ``sort_size`` the largest k sorted
+    in local memory (a power of two up to 2048, lowered where the local memory holds fewer keys of
+    the type; larger k use the radix sort). ``allocator`` (a callable taking a byte count) provides
     temporaries; without one, each in-order queue gets a memory pool (``free_memory`` empties it).
+    ``sorter``: the :class:`~clradix.Sorter` (same context) of the global-sort route. Every option
+    is checked here: a wrong one is a TypeError or ValueError naming it.
     """
 
     def __init__(self, context, *, wg_size=256, items_per_thread=None, groups_per_cu=None,
                  sort_size=None, allocator=None, sorter=None):
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
-        if wg_size < RADIX or wg_size & (wg_size - 1):
-            raise ValueError(f"wg_size must be a power of two >= {RADIX}, got {wg_size}")
-        if sort_size is not None and (sort_size < 1 or sort_size & (sort_size - 1)):
-            raise ValueError(f"sort_size must be a power of two, got {sort_size}")
+        _check_options(context, wg_size, items_per_thread, groups_per_cu, sort_size, allocator,
+                       sorter)
         self.context = context
         self.wg_size = wg_size
         self.items_per_thread = items_per_thread
@@ -57,7 +68,7 @@ class Selector:
         self.sort_size = sort_size
         self.allocator = allocator
         self._sorter = sorter
-        self._programs = ProgramCache(context)
+        self._programs = programs_for(context)   # shared with the context's Sorters
         self._kernels = {}
         self._profiles = {}
         self._lock = threading.RLock()
@@ -83,6 +94,11 @@ class Selector:
         Arrays of that size), indices uint32 (uint64 for rows of 2**32 keys or more).
         ``sorted=True`` orders each row's results (largest first for ``largest=True``, ties by
         position); ``sorted=False`` leaves them in an unspecified order (the same set).
+        ``allocator`` (else the Selector's) provides the temporaries and new outputs; one that
+        raises makes the call raise MemoryError naming the bytes, with no byte of the keys or
+        outputs changed (the radix sort of large sorted k allocates after the selection passes
+        are enqueued; those write only temporaries).
+        The event becomes the outputs' only event (``Array.events``); nothing waits on the host.
         """
         self._check_queue(queue)
         src, n_rows, row_len, shape = self._keys(keys, dtype, rows)
@@ -90,52 +106,69 @@ class Selector:
         k = _check_k(k, row_len)
         idx_dtype = np.dtype(np.uint32 if row_len < 2 ** 32 else np.uint64)
         out_shape = shape[:-1] + (k,)
-        alloc = self._allocator(queue, allocator)
-        values = self._out(queue, values_out, "values_out", codec.dtype, out_shape, allocator)
-        indices = self._out(queue, indices_out, "indices_out", idx_dtype, out_shape, allocator)
-        wait = _events(wait_for) + list(src.events) + list(values.events) + list(indices.events)
+        self._check_out(values_out, "values_out", codec.dtype, out_shape)
+        self._check_out(indices_out, "indices_out", idx_dtype, out_shape)
+        if values_out is not None and values_out is indices_out:
+            raise ValueError("values_out and indices_out must be different arrays")
         m = n_rows * k
+        dev = queue.device
+        if m:
+            # plan and build before allocating: a refused configuration allocates nothing
+            plan = self._plan(dev, codec, n_rows, row_len, k, sorted)
+            with self._lock:
+                kn = self._program(dev, codec, plan)
+        # outputs and temporaries (but the global route's sorts' own), allocated before anything
+        # is enqueued: a failed allocation is a MemoryError naming the bytes, and no byte of the
+        # keys or outputs changes
+        values = values_out if values_out is not None else \
+            self._new_out(queue, "values output", codec.dtype, out_shape, allocator)
+        indices = indices_out if indices_out is not None else \
+            self._new_out(queue, "indices output", idx_dtype, out_shape, allocator)
+        replaced = {id(values): list(values.events), id(indices): list(indices.events)}
+        wait = _events(wait_for) + list(src.events) + replaced[id(values)] + replaced[id(indices)]
         if m == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait or None)
         else:
+            alloc = self._allocator(queue, allocator)
             with self._lock:
-                evt = self._enqueue(queue, src, codec, n_rows, row_len, k, largest, sorted,
+                evt = self._enqueue(queue, plan, kn, src, codec, n_rows, row_len, k, largest,
                                     values, indices, idx_dtype, alloc, wait)
+        # not Array.add_event: it waits on the host once an array holds more than 12 events
         for a in (values, indices):
-            a.add_event(evt)
+            attach_event(a, evt, replaced[id(a)])
         return values, indices, evt
 
     def temp_bytes(self, rows, row_len, k, dtype=np.uint32, *, sorted=True, device=None):
-        """Bytes of temporary memory ``topk`` allocates for ``rows`` rows of ``row_len`` keys."""
+        """Bytes of temporary memory ``topk`` allocates for ``rows`` rows of ``row_len`` keys:
+        what it asks its allocator for, in all. Builds nothing; refuses what ``topk`` refuses."""
+        rows = check_n(rows, "rows")
+        row_len = check_n(row_len, "row_len")
         codec = key_codec(dtype)
+        k = _check_k(k, row_len)
         if rows * k == 0:
             return 0
         device = device or self.context.devices[0]
         plan = self._plan(device, codec, rows, row_len, k, sorted)
-        kb, ib = codec.itemsize, plan["index_bytes"]
-        total = rows * (2 * STATE_BYTES + 3 * ib + 3 * RADIX * ib) + 2 * rows * plan["cap"] * (kb + ib)
-        total += 11 * _ALIGN  # alignment of the parts of the one allocation
-        if plan["route"] != "direct":
-            total += rows * k * (kb + np.dtype(plan["out_index_np"]).itemsize)
+        total = _carve_bytes(_temp_sizes(plan, codec, rows, k))
         if plan["route"] == "global":
             sorter = self._get_sorter()
             m = rows * k
-            gd = plan["out_index_np"]
-            total += sorter.temp_bytes(m, gd, codec.dtype, device=device)
-            total += sorter.temp_bytes(m, codec.dtype, gd, device=device)
-            if rows > 1:
-                total += m * 4 + sorter.temp_bytes(m, np.uint32, gd, device=device)
+            for dt, vdt, end_bit in _global_sorts(codec, rows, row_len, plan["out_index_np"]):
+                total += sorter.temp_bytes(m, dt, vdt, device=device, end_bit=end_bit)
         return int(total)
 
     # ------------------------------------------------------------------ planning
 
     def _profile(self, device):
-        prof = self._profiles.get(device.int_ptr)
-        if prof is None:
-            prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
-        return prof
+        with self._lock:
+            prof = self._profiles.get(device.int_ptr)
+            if prof is None:
+                prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
+            return prof
 
     def _plan(self, device, codec, rows, row_len, k, sorted):
+        """The launch parameters and temporaries' sizes of a call (a pure computation: it builds
+        nothing, so temp_bytes can use it)."""
         prof = self._profile(device)
         index_name, index_np = ("uint", np.uint32) if row_len < INDEX32_LIMIT else \
             ("ulong", np.uint64)
@@ -143,9 +176,11 @@ class Selector:
         # H200, float32 / uint32 2^28, k = 1000 (benchmarks/gpu_topk.py --variants): 8 items per
         # work-item and 32 groups per CU 1.73 / 1.35 ms; 4x32 1.83 / 1.46; 4x8 2.08 / 1.67; an
         # earlier kernel: 16x8 2.39 / 1.87, 32x8 4.1 / 3.5 (more registers, fewer loads in flight).
-        ipt = self.items_per_thread or 8
+        ipt = self.items_per_thread or DEFAULT_ITEMS_PER_THREAD
         wg = self.wg_size
-        sort_size = self.sort_size or _local_sort_size(prof, codec.itemsize, wg)
+        sort_size = _local_sort_size(prof, codec.itemsize, wg)
+        if self.sort_size is not None:   # within what the local memory holds of these keys
+            sort_size = min(self.sort_size, sort_size)
         if not sorted or k == 1:
             route, out_np = "direct", idx_np
         elif k <= sort_size:
@@ -176,35 +211,29 @@ class Selector:
                           warp_aggregate=plan["profile"].is_nvidia and plan["profile"].is_gpu)
             prg = self._programs.get("topk.cl.mako", params)
             knl = _Kernels(prg, device, plan, codec)
+            knl.check_work_group(device, plan["wg"])
             self._kernels[key] = knl
         return knl
 
     # ------------------------------------------------------------------ enqueue
 
-    def _enqueue(self, queue, src, codec, rows, row_len, k, largest, sorted, values, indices,
+    def _enqueue(self, queue, plan, kn, src, codec, rows, row_len, k, largest, values, indices,
                  idx_dtype, alloc, wait):
-        dev = queue.device
-        plan = self._plan(dev, codec, rows, row_len, k, sorted)
-        kn = self._program(dev, codec, plan)
-        ib = plan["index_bytes"]
         kb = codec.itemsize
         idx_t = plan["index_np"]
         cap = plan["cap"]
-        (states0, states1, out_count, cand_count, h0, h1, h2, ck0, ck1, cp0, cp1) = _carve(
-            alloc, [rows * STATE_BYTES] * 2 + [rows * ib, 2 * rows * ib] + [rows * RADIX * ib] * 3
-            + [rows * cap * kb] * 2 + [rows * cap * ib] * 2)
+        # every temporary of the call but the sorts' own: one allocation (_carve)
+        block, parts = _carve(alloc, _temp_sizes(plan, codec, rows, k))
+        (states0, states1, out_count, cand_count, h0, h1, h2, ck0, ck1, cp0, cp1) = parts[:11]
         states, hists = [states0, states1], [h0, h1, h2]
         cand_key, cand_pos = [ck0, ck1], [cp0, cp1]
         route = plan["route"]
-        m = rows * k
         if route == "direct":
             sel_key, sel_key_off = values.base_data, values.offset // kb
             sel_idx, sel_idx_off = indices.base_data, indices.offset // idx_dtype.itemsize
             row_mul = 0
         else:
-            out_np = np.dtype(plan["out_index_np"])
-            sel_key, sel_key_off = alloc(m * kb), 0
-            sel_idx, sel_idx_off = alloc(m * out_np.itemsize), 0
+            (sel_key, sel_idx), sel_key_off, sel_idx_off = parts[11:13], 0, 0
             row_mul = row_len if route == "global" else 0
         flip = codec.unsigned_dtype.type(((1 << codec.bits) - 1) if largest else 0)
         wg = plan["wg"]
@@ -229,27 +258,27 @@ class Selector:
             evt = self._traced("topk_sort_rows", evt)
         elif route == "global":
             evt = self._global_sort(queue, kn, src, codec, rows, row_len, k, largest, sel_key,
-                                    sel_idx, values, indices, idx_dtype, alloc, evt)
+                                    sel_idx, parts[13] if rows > 1 else None, values, indices,
+                                    idx_dtype, alloc, evt)
+        del block   # (a pool's block goes back to its pool: for later commands of this queue)
         return evt
 
     def _global_sort(self, queue, kn, src, codec, rows, row_len, k, largest, sel_key, gidx,
-                     values, indices, idx_dtype, alloc, evt):
+                     row_of, values, indices, idx_dtype, alloc, evt):
         """Sorted results for large k: stable sorts by batch index, then key, then row."""
         sorter = self._get_sorter()
         m = rows * k
         gd = np.dtype(kn.out_index_np)
-        g_bits = max(rows * row_len - 1, 1).bit_length()
+        (_, _, g_bits), (_, _, _), *row_sort = _global_sorts(codec, rows, row_len, gd)
         evt = sorter.sort(queue, gidx, dtype=gd, n=m, values=sel_key, value_dtype=codec.dtype,
                           end_bit=g_bits, wait_for=[evt], allocator=alloc)
         evt = sorter.sort(queue, sel_key, dtype=codec.dtype, n=m, values=gidx, value_dtype=gd,
                           descending=largest, wait_for=[evt], allocator=alloc)
-        if rows > 1:
-            row_of = alloc(m * 4)
+        if row_sort:
             evt = kn.row_of(queue, (_round_up(m, 256),), None, gidx, row_of, np.uint64(m),
                             gd.type(row_len), wait_for=[evt])
             evt = sorter.sort(queue, row_of, dtype=np.uint32, n=m, values=gidx, value_dtype=gd,
-                              end_bit=max(rows - 1, 1).bit_length(), wait_for=[evt],
-                              allocator=alloc)
+                              end_bit=row_sort[0][2], wait_for=[evt], allocator=alloc)
         return kn.gather(queue, (_round_up(m, 256),), None, src.buffer, src.offset, gidx,
                          np.uint64(m), gd.type(row_len), values.base_data,
                          values.offset // codec.itemsize, indices.base_data,
@@ -285,9 +314,9 @@ class Selector:
             d = key_codec(dtype if dtype is not None else np.uint32).dtype
             check_context(self.context, keys.context, "keys")
             n = _buffer_size(keys, "keys") // d.itemsize
-            rows = 1 if rows is None else rows
-            if not isinstance(rows, (int, np.integer)) or isinstance(rows, bool) or rows < 1:
-                raise ValueError(f"rows must be a positive integer, got {rows!r}")
+            rows = 1 if rows is None else check_n(rows, "rows")
+            if rows < 1:
+                raise ValueError(f"rows must be positive for a Buffer, got {rows}")
             if n % rows:
                 raise ValueError(f"keys: a buffer of {n} {d} keys does not split into {rows} equal "
                                  f"rows")
@@ -296,9 +325,9 @@ class Selector:
         raise TypeError(f"keys: expected a pyopencl Buffer or pyopencl.array.Array, "
                         f"got {type(keys).__name__}")
 
-    def _out(self, queue, out, what, dtype, shape, allocator):
+    def _check_out(self, out, what, dtype, shape):
         if out is None:
-            return cl_array.empty(queue, shape, dtype, allocator=allocator or self.allocator)
+            return
         if not isinstance(out, cl_array.Array):
             raise TypeError(f"{what}: expected a pyopencl.array.Array, got {type(out).__name__}")
         if out.dtype != dtype:
@@ -307,15 +336,29 @@ class Selector:
             raise ValueError(f"{what}: expected a contiguous array of shape {shape}, got shape "
                              f"{out.shape}")
         check_context(self.context, out.context, what)
-        return out
+
+    def _new_out(self, queue, what, dtype, shape, allocator):
+        """A new output Array, from the caller's or the Selector's allocator (which it keeps as its
+        ``allocator``; never from the pools) or allocated immediately; a failure is a MemoryError
+        naming the bytes (the Sorter's wrapper)."""
+        user = allocator or self.allocator
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if not nbytes:
+            return cl_array.empty(queue, shape, dtype, allocator=user)
+        data = self._get_sorter()._allocator(
+            queue, user or cl_tools.ImmediateAllocator(queue), what, pooled=False)(nbytes)
+        return cl_array.Array(queue, shape, dtype, data=data, allocator=user)
 
     def _allocator(self, queue, allocator):
         """The caller's or the Selector's allocator; by default a memory pool per in-order queue
-        (clradix.memory)."""
+        (clradix.memory), allocating immediately for an out-of-order queue; wrapped so that a
+        failure is a MemoryError naming the bytes."""
         alloc = allocator or self.allocator
         if alloc is None:
             with self._lock:
                 alloc = self._pools.allocator(queue)
+        if alloc is None:
+            alloc = cl_tools.ImmediateAllocator(queue)
         return self._get_sorter()._allocator(queue, alloc)
 
     def free_memory(self):
@@ -359,23 +402,80 @@ class _Kernels:
         self.gather = cl.Kernel(prg, "topk_gather")
         self.gather.set_scalar_arg_dtypes([None, ulong, None, ulong, out_np, None, ulong, None, ulong])
 
+    def check_work_group(self, device, wg):
+        """The kernels launched with wg work-items per group must run that many on ``device``
+        (registers or local memory of a kernel can limit it below the device's maximum)."""
+        named = [("topk_pass", k) for k in self.passes]
+        if hasattr(self, "sort_rows"):
+            named.append(("topk_sort_rows", self.sort_rows))
+        info = cl.kernel_work_group_info
+        for name, knl in named:
+            limit = knl.get_work_group_info(info.WORK_GROUP_SIZE, device)
+            local = knl.get_work_group_info(info.LOCAL_MEM_SIZE, device)
+            if limit < wg or local > device.local_mem_size:
+                raise ValueError(f"wg_size={wg}: {name} runs at most {limit} work-items per group "
+                                 f"and needs {local} bytes of local memory on "
+                                 f"{device.name.strip()} (which has {device.local_mem_size}); use "
+                                 f"a Selector with a smaller wg_size")
+
 
 # Sub-buffer origins must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (at most 4096 bits on the
 # devices here; 4096 bytes covers any).
 _ALIGN = 4096
 
 
-def _carve(alloc, sizes):
-    """One allocation split into sub-buffers of ``sizes`` bytes: allocating is the costly part."""
+def _temp_sizes(plan, codec, rows, k):
+    """Bytes of each temporary a call carves from its one allocation, in _enqueue's order: two row
+    states, output and candidate counters, three histograms, two candidate key and two position
+    buffers; then for sorted results the selected keys and indices, and for the global-sort
+    route of several rows each selected element's row."""
+    ib, kb, cap = plan["index_bytes"], codec.itemsize, plan["cap"]
+    sizes = ([rows * STATE_BYTES] * 2 + [rows * ib, 2 * rows * ib] + [rows * RADIX * ib] * 3
+             + [rows * cap * kb] * 2 + [rows * cap * ib] * 2)
+    m = rows * k
+    if plan["route"] != "direct":
+        sizes += [m * kb, m * np.dtype(plan["out_index_np"]).itemsize]
+    if plan["route"] == "global" and rows > 1:
+        sizes.append(m * 4)
+    return sizes
+
+
+def _global_sorts(codec, rows, row_len, gd):
+    """(key dtype, value dtype, end_bit) of the global-sort route's sorts, in order: by index in
+    the batch, by key, and (several rows) by row."""
+    sorts = [(np.dtype(gd), codec.dtype, max(rows * row_len - 1, 1).bit_length()),
+             (codec.dtype, np.dtype(gd), None)]
+    if rows > 1:
+        sorts.append((np.dtype(np.uint32), np.dtype(gd), max(rows - 1, 1).bit_length()))
+    return sorts
+
+
+def _carve_offsets(sizes):
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
-        total += -(-max(size, 1) // _ALIGN) * _ALIGN
-    buf = alloc(total)
-    if not hasattr(buf, "get_sub_region"):   # a pool's buffer: its allocations are cheap
-        del buf
-        return [alloc(size) for size in sizes]
-    return [buf.get_sub_region(off, max(size, 1)) for off, size in zip(offsets, sizes)]
+        total += _round_up(max(size, 1), _ALIGN)
+    return offsets, total
+
+
+def _carve_bytes(sizes):
+    return _carve_offsets(sizes)[1]
+
+
+def _carve(alloc, sizes):
+    """One allocation split into sub-buffers of ``sizes`` bytes (allocating is the costly part,
+    and a pool then holds one block per call): ``(block, parts)``; keep ``block`` while the parts
+    are in use. The block may be a Buffer or a pool's PooledBuffer. An allocator that hands out
+    sub-buffers gets one request per part instead: sub-buffers carved from the memory object
+    beneath such a block crashed NVIDIA's OpenCL driver (580.159) in a later launch."""
+    offsets, total = _carve_offsets(sizes)
+    block = alloc(total)
+    if block.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is not None:
+        del block
+        return None, [alloc(max(size, 1)) for size in sizes]
+    root = block if isinstance(block, cl.Buffer) else \
+        cl.Buffer.from_int_ptr(block.int_ptr, retain=True)   # a PooledBuffer's memory object
+    return block, [root.get_sub_region(off, max(size, 1)) for off, size in zip(offsets, sizes)]
 
 
 def _local_sort_size(profile, key_bytes, wg):
@@ -387,6 +487,48 @@ def _local_sort_size(profile, key_bytes, wg):
     while s * 2 * per <= budget and s * 2 <= 2048:
         s *= 2
     return s
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_options(context, wg_size, items_per_thread, groups_per_cu, sort_size, allocator,
+                   sorter):
+    """The Selector's options, checked before anything is built (TypeError / ValueError)."""
+    for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
+                    ("groups_per_cu", groups_per_cu), ("sort_size", sort_size)):
+        if v is not None and not _is_int(v):
+            raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
+    if wg_size is None or wg_size < RADIX or wg_size & (wg_size - 1):
+        raise ValueError(f"wg_size must be a power of two >= {RADIX} (a work-item per digit of the "
+                         f"{DIGIT_BITS}-bit histogram), got {wg_size}")
+    dev = min(context.devices, key=lambda d: d.max_work_group_size)
+    if wg_size > dev.max_work_group_size:
+        raise ValueError(f"wg_size={wg_size} exceeds the largest work-group of "
+                         f"{dev.name.strip()} ({dev.max_work_group_size})")
+    if items_per_thread is not None and (items_per_thread < 2
+                                         or items_per_thread & (items_per_thread - 1)):
+        raise ValueError(f"items_per_thread must be a power of two >= 2 (runs of 2 to 16 keys "
+                         f"are loaded as one vector), got {items_per_thread}")
+    ipt = items_per_thread or DEFAULT_ITEMS_PER_THREAD
+    if wg_size * ipt >= TILE_LIMIT:
+        default = "" if items_per_thread else f" (items_per_thread defaults to {ipt})"
+        raise ValueError(f"wg_size x items_per_thread = {wg_size} x {ipt} must be below "
+                         f"{TILE_LIMIT} (a tile's counts are packed in 16 bits){default}")
+    if groups_per_cu is not None and groups_per_cu < 1:
+        raise ValueError(f"groups_per_cu must be a positive integer, got {groups_per_cu}")
+    if sort_size is not None and (sort_size < 1 or sort_size & (sort_size - 1)
+                                  or sort_size > MAX_SORT_SIZE):
+        raise ValueError(f"sort_size must be a power of two from 1 to {MAX_SORT_SIZE} (the "
+                         f"local-memory sort's largest k), got {sort_size}")
+    if allocator is not None and not callable(allocator):
+        raise TypeError(f"allocator must be a callable taking a byte count (such as "
+                        f"pyopencl.tools.MemoryPool), got {type(allocator).__name__}")
+    if sorter is not None:
+        if not isinstance(sorter, Sorter):
+            raise TypeError(f"sorter must be a clradix.Sorter, got {type(sorter).__name__}")
+        check_context(context, sorter.context, "sorter")
 
 
 def _check_k(k, row_len):

@@ -1,5 +1,8 @@
 """Top-k (MSD radix select) against numpy: every dtype, k at its boundaries, ties, NaN, clustered
-data, 1-D and 2-D, every route (unsorted, local-memory sort, global sort), 64-bit positions."""
+data, 1-D and 2-D, every route (unsorted, local-memory sort, global sort), 64-bit positions;
+work-group sizes, temporary memory, allocation failures, events, and wrong options refused."""
+
+import threading
 
 import numpy as np
 import pyopencl as cl
@@ -204,3 +207,301 @@ def test_many_tiles_per_group(ctx, queue, rng):
         for sorted_ in (True, False):
             values, indices = run(queue, x, k, True, sorted_, selector=sel)
             check(x, k, values, indices, True, sorted_)
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def test_reused_outputs_never_wait_on_the_host(ctx, queue, rng):
+    """Calls behind a user event that completes only afterwards, writing the same outputs: none
+    may wait on the host (pyopencl's Array.add_event does, once an array holds 13 events)."""
+    sel = clradix.Selector(ctx)
+    x = rng.standard_normal((3, 700)).astype(np.float32)
+    a = cl_array.to_device(queue, x)
+    values_out = cl_array.empty(queue, (3, 7), np.float32)
+    indices_out = cl_array.empty(queue, (3, 7), np.uint32)
+    sel.topk(queue, a, 7, values_out=values_out, indices_out=indices_out)[2].wait()  # built
+    gate = cl.UserEvent(ctx)
+    events = []
+
+    def calls():
+        for _ in range(20):
+            events.append(sel.topk(queue, a, 7, values_out=values_out, indices_out=indices_out,
+                                   wait_for=[gate])[2])
+    # a daemon thread, so that a call that waits cannot hang the tests: the gate opens either way
+    caller = threading.Thread(target=calls, daemon=True)
+    caller.start()
+    caller.join(timeout=30)
+    waited = caller.is_alive() and len(events) + 1   # the call that waits
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    caller.join()
+    assert not waited, f"call {waited} of 20 waited on the host behind the user event"
+    assert len(events) == 20
+    assert len(values_out.events) == 1 and len(indices_out.events) == 1
+    events[-1].wait()
+    check(x, 7, values_out, indices_out, True, True)
+
+
+# ----------------------------------------------------------------------------- work-group sizes
+
+GUARD = 4096   # bytes before and after each allocation (a multiple of any base address alignment)
+
+
+class _Guarded:
+    """An allocator that over-allocates and hands out the middle: the guard bytes on either side
+    keep a pattern that any write out of bounds changes."""
+
+    def __init__(self, queue):
+        self.queue = queue
+        self.blocks = []
+
+    def __call__(self, nbytes):
+        buf = cl.Buffer(self.queue.context, cl.mem_flags.READ_WRITE, nbytes + 2 * GUARD)
+        poison(self.queue, buf, byte=0x5A)
+        self.blocks.append((buf, nbytes))
+        return buf.get_sub_region(GUARD, nbytes)
+
+    def check(self):
+        self.queue.finish()
+        for buf, nbytes in self.blocks:
+            host = np.empty(nbytes + 2 * GUARD, np.uint8)
+            cl.enqueue_copy(self.queue, host, buf).wait()
+            for side, guard in (("before", host[:GUARD]), ("after", host[GUARD + nbytes:])):
+                hit = np.flatnonzero(guard != 0x5A)
+                assert not hit.size, (f"{hit.size} bytes written {side} an allocation of {nbytes} "
+                                      f"bytes (guard offsets {hit[:4]}...)")
+
+
+@pytest.mark.parametrize("wg", [256, 512, 1024])
+def test_work_group_sizes(ctx, queue, rng, wg):
+    """Every accepted wg_size: several rows at once (one tile, and several tiles per row), every
+    route, with guard bytes around every temporary and output."""
+    if wg > ctx.devices[0].max_work_group_size:
+        pytest.skip(f"the device runs at most {ctx.devices[0].max_work_group_size} work-items")
+    guarded = _Guarded(queue)
+    sel = clradix.Selector(ctx, wg_size=wg, allocator=guarded)
+    short = rng.standard_normal((5, 100)).astype(np.float32)
+    long = data.distinct16(rng, np.float32, 3 * (2 * wg * 8 + 5)).reshape(3, -1)   # 3 tiles
+    for x, k, sorted_ in ((short, 1, True), (short, 5, True), (short, 5, False),
+                          (short, 100, True), (long, 40, True), (long, 40, False)):
+        try:
+            values, indices = run(queue, x, k, True, sorted_, selector=sel)
+        except ValueError as exc:
+            # a kernel whose registers cap its work-groups below wg (NVIDIA: 256 at wg 512) is
+            # refused at its first build, with a message naming the kernel and the limit
+            if "runs at most" not in str(exc):
+                raise
+            pytest.skip(str(exc))
+        check(x, k, values, indices, True, sorted_)
+    guarded.check()
+
+
+# ----------------------------------------------------------------------------- temporary memory
+
+
+class _Counting:
+    """A MemoryPool that records what it is asked for, and its bytes in use at the most."""
+
+    def __init__(self, queue):
+        self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(queue))
+        self.asked = []
+        self.peak = 0
+
+    def __call__(self, nbytes):
+        buf = self.pool(nbytes)
+        self.asked.append(nbytes)
+        self.peak = max(self.peak, self.pool.active_bytes)
+        return buf
+
+    def bins(self):
+        """Bytes the pool may hold for these requests (it rounds sizes up to its bins)."""
+        return sum(self.pool.alloc_size(self.pool.bin_number(n)) for n in self.asked)
+
+
+@pytest.mark.parametrize("route", ["direct", "local", "global"])
+@pytest.mark.parametrize("rows", [1, 4])
+def test_temp_bytes_is_what_a_call_allocates(ctx, queue, rng, route, rows):
+    """A call asks its allocator for Selector.temp_bytes in all (each temporary once), and the
+    pool holds no more than those requests."""
+    sel = clradix.Selector(ctx, sort_size=4 if route == "global" else None)
+    x = rng.standard_normal((rows, 5000)).astype(np.float32)
+    k, sorted_ = (40, False) if route == "direct" else (40, True)
+    values_out = cl_array.empty(queue, (rows, k), np.float32)
+    indices_out = cl_array.empty(queue, (rows, k), np.uint32)
+    counting = _Counting(queue)
+    sel.topk(queue, cl_array.to_device(queue, x), k, sorted=sorted_, values_out=values_out,
+             indices_out=indices_out, allocator=counting)[2].wait()
+    check(x, k, values_out, indices_out, True, sorted_)
+    temp = sel.temp_bytes(rows, 5000, k, np.float32, sorted=sorted_)
+    assert sum(counting.asked) == temp, counting.asked
+    assert counting.peak <= temp
+    assert counting.pool.active_blocks == 0
+    assert counting.pool.managed_bytes <= counting.bins()
+
+
+def test_default_pool_holds_temp_bytes(ctx, queue, rng):
+    """Without allocator=, the queue's pool holds one block of temp_bytes after a call (and
+    after the next one: it is reused), not the whole and its parts."""
+    sel = clradix.Selector(ctx)
+    x = rng.standard_normal((4, 50_000)).astype(np.float32)
+    a = cl_array.to_device(queue, x)
+    temp = sel.temp_bytes(4, 50_000, 10, np.float32)
+    for _ in range(2):
+        values, indices = run(queue, x, 10, selector=sel)
+        check(x, 10, values, indices, True, True)
+    del a
+    pool = sel._pools.allocator(queue)
+    assert pool.active_blocks == 0 and pool.held_blocks == 1
+    assert pool.managed_bytes <= pool.alloc_size(pool.bin_number(temp))
+
+
+def test_temp_bytes_refuses_what_topk_refuses(ctx, monkeypatch):
+    def no_build(*args, **kwargs):
+        raise AssertionError("temp_bytes built a program or kernel")
+    monkeypatch.setattr(cl, "Program", no_build)
+    monkeypatch.setattr(cl, "Kernel", no_build)
+    sel = clradix.Selector(ctx)
+    with pytest.raises(ValueError, match="k=11 exceeds the row length 10"):
+        sel.temp_bytes(2, 10, 11)
+    with pytest.raises(ValueError, match="k must be non-negative"):
+        sel.temp_bytes(2, 10, -1)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        sel.temp_bytes(2, 10, 2.0)
+    with pytest.raises(ValueError, match="rows must be non-negative"):
+        sel.temp_bytes(-1, 10, 1)
+    with pytest.raises(ValueError, match="row_len must be non-negative"):
+        sel.temp_bytes(2, -10, 0)
+    for bad in (2.0, True, "2"):
+        with pytest.raises(TypeError, match="rows must be an integer"):
+            sel.temp_bytes(bad, 10, 1)
+        with pytest.raises(TypeError, match="row_len must be an integer"):
+            sel.temp_bytes(2, bad, 1)
+    with pytest.raises(TypeError, match="unsupported key dtype"):
+        sel.temp_bytes(2, 10, 1, np.complex64)
+    assert sel.temp_bytes(0, 10, 5) == sel.temp_bytes(3, 0, 0) == sel.temp_bytes(3, 10, 0) == 0
+    assert sel.temp_bytes(np.int64(2), np.int32(10), np.uint8(3)) > 0
+    # a pure size query (cl.Program and cl.Kernel refuse above), the global-sort route too
+    sel = clradix.Selector(ctx, sort_size=4)
+    assert sel.temp_bytes(3, 1000, 100, np.float64) > sel.temp_bytes(3, 1000, 100, sorted=False)
+
+
+# ----------------------------------------------------------------------------- allocation failures
+
+
+class _Failing:
+    """An allocator that succeeds ``ok`` times and then raises (an OpenCL error or MemoryError)."""
+
+    def __init__(self, queue, how, ok=0):
+        self.inner = cl.tools.ImmediateAllocator(queue)
+        self.how, self.ok, self.asked = how, ok, []
+
+    def __call__(self, nbytes):
+        self.asked.append(nbytes)
+        if len(self.asked) <= self.ok:
+            return self.inner(nbytes)
+        if self.how == "cl":
+            raise cl.MemoryError(cl._cl._ErrorRecord(
+                "clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, "out of memory"))
+        raise MemoryError("host out of memory")
+
+
+@pytest.mark.parametrize("how", ["cl", "python"])
+def test_failed_allocation_is_a_memory_error_and_changes_nothing(ctx, queue, rng, how):
+    """allocator= that raises: the builtin MemoryError naming the bytes and what they were for,
+    for the outputs and for the temporaries; the keys and given outputs keep every byte."""
+    x = rng.standard_normal((2, 3000)).astype(np.float32)
+    a = cl_array.to_device(queue, x)
+    # (allocations that succeed, outputs given, what fails, on the Selector, k)
+    for ok, given, what, on_selector, k in ((0, False, "values output", False, 50),
+                                            (1, False, "indices output", False, 50),
+                                            (0, True, "temporary memory", False, 50),
+                                            (2, False, "temporary memory", True, 50),
+                                            (1, True, "temporary memory", False, 2500)):
+        failing = _Failing(queue, how, ok)
+        # k = 2500: the global-sort route, whose radix sort allocates after the passes
+        sel = clradix.Selector(ctx, allocator=failing if on_selector else None,
+                               sort_size=4 if k > 50 else None)
+        outs = {}
+        if given:
+            outs = dict(values_out=cl_array.empty(queue, (2, k), np.float32),
+                        indices_out=cl_array.empty(queue, (2, k), np.uint32))
+            for o in outs.values():
+                poison(queue, o.data)
+        with pytest.raises(MemoryError) as info:
+            sel.topk(queue, a, k, allocator=None if on_selector else failing, **outs)
+        assert type(info.value) is MemoryError, type(info.value)
+        msg = str(info.value)
+        assert f"allocating {failing.asked[-1]} bytes of {what}" in msg, msg
+        assert ctx.devices[0].name.strip() in msg
+        queue.finish()
+        np.testing.assert_array_equal(bits_of(a.get()), bits_of(x))
+        for o in outs.values():
+            assert (o.get().view(np.uint8) == 0xA5).all()
+        # the Selector still works afterwards
+        values, indices, evt = sel.topk(queue, a, k, allocator=cl.tools.ImmediateAllocator(queue))
+        evt.wait()
+        check(x, k, values, indices, True, True)
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def test_axis_is_the_last_one_as_an_int(queue):
+    a2 = cl_array.to_device(queue, np.arange(12, dtype=np.float32).reshape(3, 4))
+    a1 = cl_array.to_device(queue, np.arange(5, dtype=np.float32))
+    for bad in (True, False, np.bool_(True), 1.0, np.float64(1), "1", None):
+        with pytest.raises(TypeError, match="axis must be an integer"):
+            clradix.topk(a2, 2, axis=bad)
+    for bad in (0, 2, -2, np.int64(0)):
+        with pytest.raises(ValueError, match="last axis"):
+            clradix.topk(a2, 2, axis=bad)
+    for axis in (1, -1, np.int64(1)):
+        values, indices = clradix.topk(a2, 2, axis=axis)
+        np.testing.assert_array_equal(indices.get(), [[3, 2]] * 3)
+    for axis in (0, -1, np.int32(0)):
+        values, indices = clradix.topk(a1, 2, axis=axis)
+        np.testing.assert_array_equal(indices.get(), [4, 3])
+
+
+@pytest.mark.parametrize("options,error,match", [
+    (dict(wg_size=128), ValueError, "wg_size must be a power of two >= 256"),
+    (dict(wg_size=384), ValueError, "wg_size must be a power of two >= 256"),
+    (dict(wg_size=None), ValueError, "wg_size must be a power of two >= 256"),
+    (dict(wg_size=256.0), TypeError, "wg_size must be an integer"),
+    (dict(wg_size=True), TypeError, "wg_size must be an integer"),
+    (dict(wg_size=1 << 20), ValueError, "exceeds the largest work-group"),
+    (dict(items_per_thread=3), ValueError, "items_per_thread must be a power of two >= 2"),
+    (dict(items_per_thread=1), ValueError, "items_per_thread must be a power of two >= 2"),
+    (dict(items_per_thread=12), ValueError, "items_per_thread must be a power of two >= 2"),
+    (dict(items_per_thread=8.0), TypeError, "items_per_thread must be an integer"),
+    (dict(items_per_thread=256), ValueError, "256 x 256 must be below 65536"),
+    (dict(groups_per_cu=0), ValueError, "groups_per_cu must be a positive integer"),
+    (dict(groups_per_cu="2"), TypeError, "groups_per_cu must be an integer"),
+    (dict(sort_size=3), ValueError, "sort_size must be a power of two from 1 to 2048"),
+    (dict(sort_size=0), ValueError, "sort_size must be a power of two from 1 to 2048"),
+    (dict(sort_size=4096), ValueError, "sort_size must be a power of two from 1 to 2048"),
+    (dict(sort_size=4.0), TypeError, "sort_size must be an integer"),
+    (dict(allocator=42), TypeError, "allocator must be a callable"),
+    (dict(sorter="sorter"), TypeError, "sorter must be a clradix.Sorter"),
+], ids=lambda v: repr(v) if isinstance(v, dict) else None)
+def test_constructor_refuses_wrong_options(ctx, options, error, match):
+    with pytest.raises(error, match=match):
+        clradix.Selector(ctx, **options)
+
+
+def test_constructor_options_that_work(ctx, queue, rng):
+    with pytest.raises(TypeError, match="expected a pyopencl.Context"):
+        clradix.Selector(queue)
+    with pytest.raises(ValueError, match="sorter belongs to another OpenCL context"):
+        clradix.Selector(ctx, sorter=clradix.Sorter(cl.Context(ctx.devices)))
+    for options in (dict(items_per_thread=16, groups_per_cu=1), dict(wg_size=512, sort_size=1)):
+        clradix.Selector(ctx, **options)
+    # (kernels that other tests build too)
+    x = rng.integers(-50, 50, (3, 900)).astype(np.int32)
+    for options in (dict(items_per_thread=2, groups_per_cu=3),
+                    dict(sort_size=2048, sorter=clradix.Sorter(ctx)),
+                    dict(allocator=cl.tools.ImmediateAllocator(queue))):
+        sel = clradix.Selector(ctx, **options)
+        for k in (3, 600):
+            values, indices = run(queue, x, k, False, True, selector=sel)
+            check(x, k, values, indices, False, True)
