@@ -4,9 +4,14 @@
 
 --check     correctness of every algorithm and ranking back-end on the GPU against numpy
 --variants  onesweep (wg x items per thread) policies to time at 2^28 u32 keys
---sweep     GKeys/s from 2^16 to 2^28 (u32 keys) for clradix's planner policy and the peers
+--sweep     GKeys/s from 2^10 to 2^log2n (u32 keys) for clradix's planner policy and the peers
+--only T    just dtype T (planner and peers) at 2^log2n
 Timings are device times: OpenCL profiling events (clradix), CUDA events (CuPy, torch); median of
 --repeat runs after a warm-up; every timed clradix output is compared with CuPy's sort.
+
+Writes gpu_sort.json and gpu_sort.log into --out, also when a step fails. The exit status is 1
+when anything failed (a check-suite mismatch, a WRONG timed output, an exception: its traceback is
+logged, and each failure is listed under "failures" in the JSON and at the end of the log).
 """
 
 import argparse
@@ -71,8 +76,24 @@ def cuda_time(fn, repeat, prep=None):
     return float(np.median(times)), times
 
 
-def check_suite(ctx, queue, rng, log):
-    """Every algorithm / ranking back-end on this GPU against numpy."""
+def _brief(exc):
+    """One line for the failure list (the log has the whole traceback)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200] if text else ''}"
+
+
+# the check suite's sizes (module constants, so that a short run can shrink them)
+CHECK_SIZES = [1, 2, 1000, 4097, 100_003]
+CHECK_LARGE = [3_000_001]  # not for the forced fallback (slow)
+CHECK_SINGLE_WG_SIZES = [1, 2, 255, 1000, 2047, 2048]
+CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8)
+
+
+def check_suite(ctx, queue, rng, log, failed=None):
+    """Every algorithm / ranking back-end on this GPU against numpy. Returns the number of
+    failures: each wrong result, and each configuration that raised (its traceback is logged;
+    the other configurations still run). ``failed``, a list, gets a line for each."""
+    failed = [] if failed is None else failed
     configs = {
         "planner": {},
         "onesweep-local": dict(algorithm="onesweep", ranking="local"),
@@ -88,36 +109,47 @@ def check_suite(ctx, queue, rng, log):
     }
     fails = 0
     for name, over in configs.items():
-        sorter = clradix.Sorter(ctx, **over)
-        sizes = [1, 2, 1000, 4097, 100_003] + ([] if "fallback" in name else [3_000_001])
+        sizes = CHECK_SIZES + ([] if "fallback" in name else CHECK_LARGE)
         if name == "single_wg":
-            sizes = [1, 2, 255, 1000, 2047, 2048]
-        for dtype in (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8):
-            for n in sizes:
-                keys = rand_keys(rng, dtype, n)
-                if np.dtype(dtype).kind == "f" and n > 10:
-                    keys[::97] = np.nan
-                    keys[5::101] = -0.0
-                for desc in (False, True):
-                    d = cl_array.to_device(queue, keys)
-                    v = cl_array.to_device(queue, np.arange(n, dtype=np.uint32))
-                    sorter.sort(queue, d, values=v, descending=desc).wait()
-                    ok = clradix.key_codec(dtype).order_key(keys)
-                    order = np.argsort(~ok if desc else ok, kind="stable")
-                    good = (np.array_equal(d.get().view(np.uint8), keys[order].view(np.uint8))
-                            and np.array_equal(v.get(), order))
-                    idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys),
-                                              descending=desc)
-                    good = good and np.array_equal(idx.get(), order)
-                    if not good:
-                        fails += 1
-                        log(f"CHECK FAIL {name} {np.dtype(dtype)} n={n} desc={desc}")
+            sizes = CHECK_SINGLE_WG_SIZES
+        at = "setup"
+        try:
+            sorter = clradix.Sorter(ctx, **over)
+            for dtype in CHECK_DTYPES:
+                for n in sizes:
+                    keys = rand_keys(rng, dtype, n)
+                    if np.dtype(dtype).kind == "f" and n > 10:
+                        keys[::97] = np.nan
+                        keys[5::101] = -0.0
+                    for desc in (False, True):
+                        at = f"{np.dtype(dtype)} n={n} desc={desc}"
+                        d = cl_array.to_device(queue, keys)
+                        v = cl_array.to_device(queue, np.arange(n, dtype=np.uint32))
+                        sorter.sort(queue, d, values=v, descending=desc).wait()
+                        ok = clradix.key_codec(dtype).order_key(keys)
+                        order = np.argsort(~ok if desc else ok, kind="stable")
+                        good = (np.array_equal(d.get().view(np.uint8),
+                                               keys[order].view(np.uint8))
+                                and np.array_equal(v.get(), order))
+                        idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys),
+                                                  descending=desc)
+                        evt.wait()
+                        good = good and np.array_equal(idx.get(), order)
+                        if not good:
+                            fails += 1
+                            failed.append(f"{name} {at}: wrong")
+                            log(f"CHECK FAIL {name} {at}")
+        except Exception as exc:
+            fails += 1
+            failed.append(f"{name} {at}: {_brief(exc)}")
+            log(f"CHECK FAIL {name}: crashed at {at}:\n{traceback.format_exc()}")
+            continue
         log(f"check {name}: done")
     log(f"check suite: {fails} failures")
     return fails
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--variants", default="")
@@ -132,25 +164,59 @@ def main():
                     help="--sweep also without the default memory pool (ImmediateAllocator): "
                          "what reusing temporaries saves")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     lines = []
+    results = []
+    failures = []  # one line per failure: a wrong result or an exception
+    state = dict(device=None, check_failures=None, check_failed=[])
 
     def log(msg):
         print(msg, flush=True)
         lines.append(msg)
 
+    def fail(what, exc_info=True):
+        """Record a failure; inside an ``except`` block, log the traceback with it."""
+        failures.append(what)
+        log(f"FAILED: {what}" + (":\n" + traceback.format_exc() if exc_info else ""))
+
+    try:
+        run(args, log, fail, results, state)
+    except Exception as exc:
+        fail(f"crashed: {_brief(exc)}")
+    except BaseException as exc:  # SystemExit (no GPU), KeyboardInterrupt: recorded, then raised
+        fail(f"stopped by {_brief(exc)}", exc_info=False)
+        raise
+    finally:
+        if failures:
+            log(f"{len(failures)} failure(s):\n" + "\n".join(f"  {f}" for f in failures))
+        else:
+            log("no failures")
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "gpu_sort.json"), "w") as f:
+            json.dump(dict(device=state["device"], date=datetime.date.today().isoformat(),
+                           ok=not failures, failures=failures,
+                           check_failures=state["check_failures"],
+                           check_failed=state["check_failed"], results=results), f, indent=1)
+        with open(os.path.join(args.out, "gpu_sort.log"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 1 if failures else 0
+
+
+def run(args, log, fail, results, state):
+    """The steps ``args`` asks for. A wrong result or a failed step calls ``fail`` (and the run
+    goes on where the next step does not depend on it); an exception it does not catch ends it."""
     dev = find_gpu()
     prof = DeviceProfile.from_device(dev)
+    state["device"] = prof.describe()
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     rng = np.random.default_rng(2026)
     log(f"device {prof.describe()}, {datetime.date.today().isoformat()}")
-    results = []
     if args.check:
-        try:
-            check_suite(ctx, queue, rng, log)
-        except Exception:
-            log("check suite crashed:\n" + traceback.format_exc())
+        fails = state["check_failures"] = check_suite(ctx, queue, rng, log,
+                                                      state["check_failed"])
+        if fails:
+            fail(f"check suite: {fails} failures", exc_info=False)
 
     import cupy as cp
     import torch
@@ -167,10 +233,12 @@ def main():
         d_vals0 = vals.copy() if vals is not None else None
         # time: the copies are outside the timed interval (marker after them)
         times = []
+        idx = None
         for rep in range(args.repeat + 1):
             if argsort:
+                idx = None  # release the previous run's indices first
                 m0 = cl.enqueue_marker(queue)
-                evt = sorter.argsort(queue, d_src)[1]
+                idx, evt = sorter.argsort(queue, d_src)
             else:
                 cl.enqueue_copy(queue, work.data, d_src.data)
                 if vals is not None:
@@ -184,10 +252,9 @@ def main():
         # correctness of the last timed output against CuPy
         x = cp.asarray(keys)
         if argsort or values:
-            ref = cp.argsort(x, kind="stable").get().astype(np.uint32) if hasattr(cp, "argsort") \
-                else None
+            ref = cp.argsort(x, kind="stable").get().astype(np.uint32)
         if argsort:
-            ok = np.array_equal(evt_out(sorter, queue, d_src), ref)
+            ok = np.array_equal(idx.get(), ref)
         else:
             ref_k = cp.sort(x).get()
             ok = np.array_equal(work.get().view(np.uint8), ref_k.view(np.uint8))
@@ -206,12 +273,9 @@ def main():
             f"{ms:8.3f} ms {row['gkeys']:6.2f} GK/s {row['pct_copy_bw']:5.1f}% bw "
             f"{'OK' if ok else 'WRONG'}  {policy.algorithm}/{policy.radix_bits}b/"
             f"{policy.wg_size}x{policy.items_per_thread}/{policy.ranking}")
+        if not ok:
+            fail(f"{label} {np.dtype(dtype)} 2^{nn.bit_length() - 1}: WRONG output", exc_info=False)
         return row
-
-    def evt_out(sorter, queue, d_src):
-        idx, evt = sorter.argsort(queue, d_src)
-        evt.wait()
-        return idx.get()
 
     def peers(dtype, nn=None, values=False):
         nn = nn or n
@@ -288,67 +352,58 @@ def main():
                               if "stack" in ln or "Used" in ln)
             log(f"ptxas {label}: {info}")
         except Exception as exc:
-            log(f"ptxas {label}: {exc}")
+            fail(f"ptxas {label}: {_brief(exc)}")
 
-    try:
-        if args.only:
-            dt = parse_dtype(args.only)
+    if args.only:
+        dt = parse_dtype(args.only)
+        peers(dt)
+        bench("planner", dt, {})
+        return
+    peers(np.uint32)
+    bench("planner", np.uint32, {})
+    breakdown(np.uint32, {})
+    if args.breakdown_sizes:
+        for lg in map(int, args.breakdown_sizes.split(",")):
+            log(f"breakdown at 2^{lg}:")
+            breakdown(np.uint32, {}, 1 << lg)
+    if args.ptxinfo:
+        ptxinfo("planner", {})
+    for v in filter(None, args.variants.split(",")):
+        parts = v.split("x") if ":" not in v else v.split(":")[0].split("x") + v.split(":")[1:]
+        kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
+        from clradix import onesweep as os_mod
+        os_mod.EXPERIMENT = None
+        for extra in parts[2:]:  # e.g. "ring_slots=65536", "ring_guard=tail", "radix_bits=4"
+            key, val = extra.split("=")
+            if key == "experiment":
+                os_mod.EXPERIMENT = val
+                continue
+            kw[key] = int(val) if val.isdigit() else val
+        try:
+            bench(f"onesweep {v}", np.uint32, kw)
+        except Exception as exc:  # the other variants still run
+            fail(f"onesweep {v}: {_brief(exc)}")
+            continue
+        if args.ptxinfo:
+            ptxinfo(v, kw)
+    if args.types:
+        for dt in (np.float32, np.uint64):
             peers(dt)
             bench("planner", dt, {})
-            raise SystemExit(0)
-        peers(np.uint32)
-        bench("planner", np.uint32, {})
-        breakdown(np.uint32, {})
-        if args.breakdown_sizes:
-            for lg in map(int, args.breakdown_sizes.split(",")):
-                log(f"breakdown at 2^{lg}:")
-                breakdown(np.uint32, {}, 1 << lg)
-        if args.ptxinfo:
-            ptxinfo("planner", {})
-        for v in filter(None, args.variants.split(",")):
-            parts = v.split("x") if ":" not in v else v.split(":")[0].split("x") + v.split(":")[1:]
-            kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
-            from clradix import onesweep as os_mod
-            os_mod.EXPERIMENT = None
-            for extra in parts[2:]:  # e.g. "ring_slots=65536", "ring_guard=tail", "radix_bits=4"
-                key, val = extra.split("=")
-                if key == "experiment":
-                    os_mod.EXPERIMENT = val
-                    continue
-                kw[key] = int(val) if val.isdigit() else val
-            try:
-                bench(f"onesweep {v}", np.uint32, kw)
-            except Exception as exc:
-                log(f"onesweep {v}: {type(exc).__name__}: {exc}")
-                continue
-            if args.ptxinfo:
-                ptxinfo(v, kw)
-        if args.types:
-            for dt in (np.float32, np.uint64):
-                peers(dt)
-                bench("planner", dt, {})
-            peers(np.uint32, values=True)
-            bench("planner key-value u32+u32", np.uint32, {}, values=True)
-            bench("planner argsort u32", np.uint32, {}, argsort=True)
-            bench("rts (portable)", np.uint32, dict(algorithm="reduce_then_scan"))
-        if args.sweep:
-            import pyopencl.tools as cl_tools
-            fresh = cl_tools.ImmediateAllocator(queue)
-            for lg in range(10, args.log2n + 1, 2):
-                peers(np.uint32, nn=1 << lg)
-                bench("planner sweep", np.uint32, {}, nn=1 << lg)
-                if args.pool:
-                    bench("planner sweep, fresh temporaries", np.uint32, dict(allocator=fresh),
-                          nn=1 << lg)
-    except Exception:
-        log("timing crashed:\n" + traceback.format_exc())
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "gpu_sort.json"), "w") as f:
-        json.dump(dict(device=prof.describe(), date=datetime.date.today().isoformat(),
-                       results=results), f, indent=1)
-    with open(os.path.join(args.out, "gpu_sort.log"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+        peers(np.uint32, values=True)
+        bench("planner key-value u32+u32", np.uint32, {}, values=True)
+        bench("planner argsort u32", np.uint32, {}, argsort=True)
+        bench("rts (portable)", np.uint32, dict(algorithm="reduce_then_scan"))
+    if args.sweep:
+        import pyopencl.tools as cl_tools
+        fresh = cl_tools.ImmediateAllocator(queue)
+        for lg in range(10, args.log2n + 1, 2):
+            peers(np.uint32, nn=1 << lg)
+            bench("planner sweep", np.uint32, {}, nn=1 << lg)
+            if args.pool:
+                bench("planner sweep, fresh temporaries", np.uint32, dict(allocator=fresh),
+                      nn=1 << lg)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

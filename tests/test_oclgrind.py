@@ -166,6 +166,9 @@ def _fill_by_writing(queue, mem, pattern, offset, size, wait_for=None):
 
 def _checked(grind, capfd, monkeypatch):
     """Yields ``grind`` for one case, then fails the case if oclgrind reported anything."""
+    # oclgrind reads OCLGRIND_CHECK_API at each refused call, not when the context is made (as the
+    # other checkers), so it stays set for the case: without it API reports are never printed
+    monkeypatch.setenv("OCLGRIND_CHECK_API", CHECKS["OCLGRIND_CHECK_API"])
     monkeypatch.setattr(cl, "enqueue_fill_buffer", _fill_by_writing)
     monkeypatch.setattr(pyopencl.characterize, "nv_compute_capability", lambda dev: None)
     grind.new_reports()
@@ -186,6 +189,27 @@ def g(grind, capfd, monkeypatch):
 @pytest.fixture
 def g_without_uninitialized(grind_without_uninitialized, capfd, monkeypatch):
     yield from _checked(grind_without_uninitialized, capfd, monkeypatch)
+
+
+_RACE = "__kernel void race(__global uint *out) { out[0] = (uint)get_global_id(0); }"
+
+
+def test_checks_can_fail(grind, capfd, monkeypatch):
+    """The check every case ends with fails on a kernel report (a data race: every work-item
+    writes its id to one word) and on an API report (a read past a buffer's end)."""
+    prg = grind.keep(cl.Program(grind.context, _RACE).build())
+    buf = grind.alloc(4)
+    checked = _checked(grind, capfd, monkeypatch)
+    g = next(checked)
+    prg.race(g.queue, (64,), (32,), buf)
+    with pytest.raises(AssertionError, match="data race"):
+        next(checked)
+    checked = _checked(grind, capfd, monkeypatch)
+    g = next(checked)
+    with pytest.raises(cl.Error):
+        cl.enqueue_copy(g.queue, np.empty(2, np.uint32), buf, is_blocking=True)
+    with pytest.raises(AssertionError, match="clEnqueueReadBuffer"):
+        next(checked)
 
 
 def _values(rng, n, dtype):
@@ -260,7 +284,8 @@ def test_64bit_offsets(g, rng, algorithm, monkeypatch):
 # ----------------------------------------------------------------------------- onesweep
 
 def _onesweep(g, ranking, **kw):
-    if ranking not in ranking_backends(g.profile):
+    # "local" works on every device: only the hardware back-ends may be missing here
+    if ranking != "local" and ranking not in ranking_backends(g.profile):
         pytest.skip(f"the {ranking} ranking back-end is not available on oclgrind")
     pol = dict(POLICIES["onesweep"], ranking=ranking, sg_size=32 if ranking == "ptx" else 16)
     pol.update(kw)
@@ -325,20 +350,15 @@ TOPK_CASES = [
 ] + [((257,), 5, True, True, dt) for dt in ("uint8", "int16", "float64")]
 
 
-def _topk_entry():
-    topk = getattr(clradix, "topk", None)
-    if topk is None:
-        pytest.skip("clradix.topk is not there yet")
-    return topk
-
-
 @pytest.mark.parametrize("shape,k,largest,srt,dtype", TOPK_CASES,
                          ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 def test_topk(g, rng, shape, k, largest, srt, dtype):
-    topk = _topk_entry()
     a = float_specials(rng, np.dtype(dtype), int(np.prod(shape))).reshape(shape)
     k = shape[-1] if k == -1 else k
-    values, indices = g.keep(*topk(g.to_device(a), k, largest=largest, sorted=srt))
+    values, indices = g.keep(*clradix.topk(g.to_device(a), k, largest=largest, sorted=srt))
+    # check_topk compares row by row (np.atleast_2d), so the shapes are checked here
+    assert values.shape == indices.shape == shape[:-1] + (k,)
+    assert values.dtype == a.dtype
     check_topk(a, k, values, indices, largest, srt)
 
 
@@ -351,6 +371,7 @@ def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     a = float_specials(rng, np.dtype("float32"), rows * 90).reshape(rows, 90)
     values, indices, _ = sel.topk(g.queue, g.to_device(a), 7)
     g.keep(values, indices)
+    assert values.shape == indices.shape == (rows, 7)
     check_topk(a, 7, values, indices, True, True)
 
 
@@ -362,4 +383,5 @@ def test_topk_many_tiles_per_group(g, rng):
     for k in (3, 700):
         values, indices, _ = sel.topk(g.queue, g.to_device(a), k)
         g.keep(values, indices)
+        assert values.shape == indices.shape == (2, k)
         check_topk(a, k, values, indices, True, True)
