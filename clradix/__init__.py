@@ -10,14 +10,13 @@
     values, indices = clradix.topk(array, k)  # k largest (of each row of a 2-D array)
 """
 
-__version__ = "0.1.0"
-
-from .keys import KEY_DTYPES, KeyCodec, key_codec  # noqa: E402
-from .policy import PolicyError, SortPolicy  # noqa: E402
-from .render import KernelBuildError, TemplateRenderError  # noqa: E402
-from .sorter import Sorter  # noqa: E402
-from .selector import Selector  # noqa: E402
-from .api import argsort, selector_for, sort, sorter_for, topk  # noqa: E402
+from ._version import __version__
+from .keys import KEY_DTYPES, KeyCodec, key_codec
+from .policy import PolicyError, SortPolicy
+from .render import KernelBuildError, TemplateRenderError
+from .sorter import Sorter
+from .selector import Selector
+from .api import argsort, selector_for, sort, sorter_for, topk
 
 __all__ = [
     "Sorter", "Selector", "sort", "argsort", "topk", "sorter_for", "selector_for", "SortPolicy",

@@ -248,7 +248,8 @@ def cmd_plan(args):
 
 def cmd_autotune(args):
     import json
-    from .tuning import autotune, cache_path, report, save
+    from .autotune import autotune, report
+    from .tuning import cache_path, save
     everything = []
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)

@@ -46,7 +46,7 @@ def test_every_command_parses_dtypes_alike(capsys, monkeypatch):
     def autotune(device, dtypes, sizes, *args, **kwargs):
         seen.append((dtypes, sizes))
         return {}, []
-    monkeypatch.setattr("clradix.tuning.autotune", autotune)
+    monkeypatch.setattr("clradix.autotune.autotune", autotune)
     code, out, err = run(["autotune", "--dtypes", "u32,float16", "--sizes", "12,14"], capsys)
     assert code == 0 and not err
     assert seen and all(s == (["uint32", "float16"], [12, 14]) for s in seen)

@@ -1,4 +1,4 @@
-"""Autotuning: the disk cache, the planner's use of it, and every candidate policy sorting."""
+"""Autotuning: the disk cache (tuning), the planner's use of it, and the autotune harness (autotune)."""
 
 import json
 from dataclasses import asdict
@@ -9,7 +9,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import tuning
+from clradix import autotune, tuning
 from clradix.device import DeviceProfile
 from clradix.keys import key_codec
 from clradix.policy import SortPolicy, plan_sort
@@ -77,8 +77,8 @@ def test_bad_entry_is_skipped(ctx, cache):
 
 def test_autotune_small_run_saves_a_correct_winner(ctx, cache):
     dev = ctx.devices[0]
-    winners, rows = tuning.autotune(dev, ["uint32"], [11], repeat=1, log=lambda *a: None,
-                                   seconds=0)
+    winners, rows = autotune.autotune(dev, ["uint32"], [11], repeat=1, log=lambda *a: None,
+                                      seconds=0)
     assert ("uint32", 11) in winners and rows
     prof = DeviceProfile.from_device(dev)
     tuning.save(prof, winners)
@@ -90,7 +90,7 @@ def test_every_candidate_policy_sorts(ctx, queue, rng):
     prof = DeviceProfile.from_device(ctx.devices[0])
     keys = float_specials(rng, np.float32, 3001)
     seen = 0
-    for pol in tuning.candidates(prof, np.float32, 3001):
+    for pol in autotune.candidates(prof, np.float32, 3001):
         fields = {k: v for k, v in pol.__dict__.items()}
         sorter = clradix.Sorter(ctx, **fields)
         d = cl_array.to_device(queue, keys)
@@ -115,7 +115,7 @@ def test_paired_timing_cancels_the_machine_speed():
         return cost[name] * (3.0 if slow_spell else 1.0)
 
     timed = [(n, n) for n in ("slow", "default", "fast")]
-    got = {pol: (ms, ratio) for pol, ms, ratio in tuning._time_paired(timed, 1, run_once, 7)}
+    got = {pol: (ms, ratio) for pol, ms, ratio in autotune._time_paired(timed, 1, run_once, 7)}
     assert got["default"][1] == 1.0
     assert got["fast"][1] == pytest.approx(0.8) and got["slow"][1] == pytest.approx(1.2)
     ref_ms = got["default"][0]
@@ -230,7 +230,7 @@ def test_autotune_stops_on_an_error_that_is_a_bug(ctx, cache, monkeypatch):
 def _autotune_with(ctx, monkeypatch, candidates, failing, error):
     """The log of autotune at 2^8 uint32 keys over ``candidates`` (and the planner's default),
     where sorting with ``failing`` raises ``error``."""
-    monkeypatch.setattr(tuning, "candidates", lambda *args: list(candidates))
+    monkeypatch.setattr(autotune, "candidates", lambda *args: list(candidates))
     real_sort = clradix.Sorter.sort
 
     def sort(self, queue, buf, **kwargs):
@@ -239,7 +239,7 @@ def _autotune_with(ctx, monkeypatch, candidates, failing, error):
         return real_sort(self, queue, buf, **kwargs)
     monkeypatch.setattr(clradix.Sorter, "sort", sort)
     log = []
-    winners, rows = tuning.autotune(ctx.devices[0], ["uint32"], [8], repeat=1, log=log.append,
-                                    seconds=0)
+    winners, rows = autotune.autotune(ctx.devices[0], ["uint32"], [8], repeat=1, log=log.append,
+                                      seconds=0)
     assert list(winners) == [("uint32", 8)] and len(rows) == 1
     return log
