@@ -1,7 +1,10 @@
 """numpy-like conveniences on pyopencl arrays: ``clradix.sort`` and ``clradix.argsort``."""
 
+from __future__ import annotations
+
 import threading
 import weakref
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -10,11 +13,14 @@ from .keys import key_codec
 from .operands import check_context, operand
 from .sorter import Sorter
 
+if TYPE_CHECKING:
+    from .selector import Selector
+
 _sorters = weakref.WeakKeyDictionary()
 _sorters_lock = threading.Lock()
 
 
-def sorter_for(context):
+def sorter_for(context: cl.Context) -> Sorter:
     """The shared default Sorter of ``context`` (built kernels are reused across calls)."""
     with _sorters_lock:
         s = _sorters.get(context)
@@ -39,7 +45,8 @@ def _check_array(array, queue):
     return queue
 
 
-def sort(array, descending=False, *, queue=None):
+def sort(array: cl_array.Array, descending: bool = False, *,
+         queue: Optional[cl.CommandQueue] = None) -> cl_array.Array:
     """A sorted copy of the 1-D pyopencl Array ``array`` (stable; numpy's NaN and -0.0 rules)."""
     queue = _check_array(array, queue)
     out = array.copy(queue=queue)
@@ -47,7 +54,8 @@ def sort(array, descending=False, *, queue=None):
     return out
 
 
-def argsort(array, descending=False, *, queue=None):
+def argsort(array: cl_array.Array, descending: bool = False, *,
+            queue: Optional[cl.CommandQueue] = None) -> cl_array.Array:
     """Indices that sort the 1-D pyopencl Array ``array`` stably (uint32, or uint64 from 2**32)."""
     queue = _check_array(array, queue)
     idx, _ = sorter_for(array.context).argsort(queue, array, descending=descending)
@@ -57,7 +65,7 @@ def argsort(array, descending=False, *, queue=None):
 _selectors = weakref.WeakKeyDictionary()
 
 
-def selector_for(context):
+def selector_for(context: cl.Context) -> Selector:
     """The shared default Selector of ``context``."""
     from .selector import Selector
     sorter = sorter_for(context)
@@ -68,7 +76,9 @@ def selector_for(context):
         return s
 
 
-def topk(array, k, *, largest=True, sorted=True, axis=-1, queue=None):
+def topk(array: cl_array.Array, k: int, *, largest: bool = True, sorted: bool = True,
+         axis: int = -1, queue: Optional[cl.CommandQueue] = None
+         ) -> Tuple[cl_array.Array, cl_array.Array]:
     """``(values, indices)``: the k largest (or smallest) entries of a 1-D pyopencl Array, or of
     each row of a 2-D one, and their positions along the last axis.
 

@@ -18,9 +18,12 @@ This module is the single place that knows about key types. The OpenCL side of t
 ``order_key`` def in ``cl_templates/common.mako``, rendered from :meth:`KeyCodec.template_args`.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 _UNSIGNED_CL = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
 _UNSIGNED_NP = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -106,7 +109,7 @@ def parse_dtype(name):
     return key_codec(SHORT_NAMES.get(name, name)).dtype
 
 
-def key_codec(dtype):
+def key_codec(dtype: DTypeLike) -> KeyCodec:
     """The codec of ``dtype``; TypeError naming the dtype when it is not a supported key type."""
     try:
         d = np.dtype(dtype)

@@ -12,12 +12,16 @@ keys and indices per row (each part aligned to 4 KiB); plus the sorts' own tempo
 exceeds the local-memory sort.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
+from numpy.typing import DTypeLike
 
 from .device import DeviceProfile
 from .keys import key_codec
@@ -55,8 +59,11 @@ class Selector:
     is checked here: a wrong one is a TypeError or ValueError naming it.
     """
 
-    def __init__(self, context, *, wg_size=256, items_per_thread=None, groups_per_cu=None,
-                 sort_size=None, allocator=None, sorter=None):
+    def __init__(self, context: cl.Context, *, wg_size: int = 256,
+                 items_per_thread: Optional[int] = None, groups_per_cu: Optional[int] = None,
+                 sort_size: Optional[int] = None,
+                 allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
+                 sorter: Optional[Sorter] = None) -> None:
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
         _check_options(context, wg_size, items_per_thread, groups_per_cu, sort_size, allocator,
@@ -84,8 +91,13 @@ class Selector:
 
     # ------------------------------------------------------------------ public API
 
-    def topk(self, queue, keys, k, *, dtype=None, rows=None, largest=True, sorted=True,
-             values_out=None, indices_out=None, wait_for=None, allocator=None):
+    def topk(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], k: int, *,
+             dtype: Optional[DTypeLike] = None, rows: Optional[int] = None, largest: bool = True,
+             sorted: bool = True, values_out: Optional[cl_array.Array] = None,
+             indices_out: Optional[cl_array.Array] = None,
+             wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
+             allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None
+             ) -> Tuple[cl_array.Array, cl_array.Array, cl.Event]:
         """The ``k`` largest (``largest=False``: smallest) keys of each row and their positions.
 
         ``keys``: a contiguous pyopencl Array, 1-D (one row) or 2-D (a row each), or a Buffer of
@@ -138,7 +150,8 @@ class Selector:
             attach_event(a, evt, replaced[id(a)])
         return values, indices, evt
 
-    def temp_bytes(self, rows, row_len, k, dtype=np.uint32, *, sorted=True, device=None):
+    def temp_bytes(self, rows: int, row_len: int, k: int, dtype: DTypeLike = np.uint32, *,
+                   sorted: bool = True, device: Optional[cl.Device] = None) -> int:
         """Bytes of temporary memory ``topk`` allocates for ``rows`` rows of ``row_len`` keys:
         what it asks its allocator for, in all. Builds nothing; refuses what ``topk`` refuses."""
         rows = check_n(rows, "rows")
@@ -361,7 +374,7 @@ class Selector:
             alloc = cl_tools.ImmediateAllocator(queue)
         return self._get_sorter()._allocator(queue, alloc)
 
-    def free_memory(self):
+    def free_memory(self) -> None:
         """Release the temporaries the Selector's (and its Sorter's) memory pools hold for reuse."""
         with self._lock:
             self._pools.free_held()

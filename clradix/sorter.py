@@ -4,14 +4,18 @@ A sort is a chain of enqueued kernels, each waiting on the one before; nothing i
 nothing waits on the host. The returned event is the only synchronisation point.
 """
 
+from __future__ import annotations
+
 import threading
 import warnings
 from dataclasses import replace
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
+from numpy.typing import DTypeLike
 
 from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
@@ -56,8 +60,11 @@ class Sorter:
     kernels' arguments are never touched by two threads together.
     """
 
-    def __init__(self, context, *, radix_bits=None, wg_size=None, items_per_thread=None,
-                 algorithm=None, allocator=None, **policy):
+    def __init__(self, context: cl.Context, *, radix_bits: Optional[int] = None,
+                 wg_size: Optional[int] = None, items_per_thread: Optional[int] = None,
+                 algorithm: Optional[str] = None,
+                 allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
+                 **policy: Any) -> None:
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
         unknown = set(policy) - set(SortPolicy.__dataclass_fields__)
@@ -81,8 +88,13 @@ class Sorter:
 
     # ------------------------------------------------------------------ public API
 
-    def sort(self, queue, buf, *, dtype=None, n=None, values=None, value_dtype=None,
-             descending=False, begin_bit=0, end_bit=None, wait_for=None, allocator=None):
+    def sort(self, queue: cl.CommandQueue, buf: Union[cl.MemoryObjectHolder, cl_array.Array], *,
+             dtype: Optional[DTypeLike] = None, n: Optional[int] = None,
+             values: Optional[Union[cl.MemoryObjectHolder, cl_array.Array]] = None,
+             value_dtype: Optional[DTypeLike] = None, descending: bool = False, begin_bit: int = 0,
+             end_bit: Optional[int] = None,
+             wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
+             allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None) -> cl.Event:
         """Sort ``buf`` in place (stable) and return the event of the last enqueued command.
 
         ``buf`` is a pyopencl Buffer (keys of ``dtype``, default uint32; ``n`` defaults to all of
@@ -130,8 +142,13 @@ class Sorter:
             evt = _enqueue_copy(queue, val_copy, n * vals.dtype.itemsize, vals.dtype.itemsize, evt)
         return self._done(queue, evt, wait, keys, vals)
 
-    def argsort(self, queue, keys, *, dtype=None, n=None, out=None, descending=False,
-                begin_bit=0, end_bit=None, wait_for=None, allocator=None):
+    def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
+                dtype: Optional[DTypeLike] = None, n: Optional[int] = None,
+                out: Optional[Union[cl.MemoryObjectHolder, cl_array.Array]] = None,
+                descending: bool = False, begin_bit: int = 0, end_bit: Optional[int] = None,
+                wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
+                allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None
+                ) -> Tuple[Union[cl_array.Array, cl.MemoryObjectHolder], cl.Event]:
         """Stable argsort: returns ``(indices, event)``; ``keys`` are left unchanged.
 
         ``indices`` is a new pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` itself
@@ -186,20 +203,23 @@ class Sorter:
             evt = algo.enqueue(queue, n, passes, descending, key_io, val_io, True, alloc, wait)
         return out_arr, self._done(queue, evt, wait, o)
 
-    def plan(self, device, dtype, n, value_dtype=None):
+    def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
+             value_dtype: Optional[DTypeLike] = None) -> SortPolicy:
         """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
         codec = key_codec(dtype)
         value_t = value_cl_type(value_dtype) if value_dtype is not None else None
         vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
         return self._plan(device, codec, value_t, _index_t(n)[0], n, vbytes)[1]
 
-    def free_memory(self):
+    def free_memory(self) -> None:
         """Release the temporaries the Sorter's memory pools hold for reuse."""
         with self._lock:
             self._pools.free_held()
 
-    def temp_bytes(self, n, dtype=np.uint32, value_dtype=None, *, device=None, begin_bit=0,
-                   end_bit=None):
+    def temp_bytes(self, n: int, dtype: DTypeLike = np.uint32,
+                   value_dtype: Optional[DTypeLike] = None, *,
+                   device: Optional[cl.Device] = None, begin_bit: int = 0,
+                   end_bit: Optional[int] = None) -> int:
         """Bytes of temporary memory ``sort`` allocates for ``n`` keys (and values).
 
         One ping-pong buffer of n keys (and one of n values), plus the algorithm's constant part:
@@ -225,7 +245,7 @@ class Sorter:
                                                          np.dtype(index_np).itemsize, n, passes)
         return n * (codec.itemsize + vbytes) + extra
 
-    def clear_caches(self):
+    def clear_caches(self) -> None:
         """Release this Sorter's kernels and the built programs of its context (shared by every
         Sorter and Selector of the context); they are rebuilt, from pyopencl's disk cache, on next
         use."""
