@@ -5,7 +5,9 @@ Tests run on clradix's default device (PoCL on the CPU on a machine without a GP
 comma-separated list of name substrings to pick devices.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 import zlib
 
@@ -18,6 +20,7 @@ from clradix.device import all_devices, can_build, default_device
 
 # Tests never see the user's autotuning cache (tests of the cache point it elsewhere themselves).
 os.environ["CLRADIX_CACHE_DIR"] = tempfile.mkdtemp(prefix="clradix-test-cache-")
+atexit.register(shutil.rmtree, os.environ["CLRADIX_CACHE_DIR"], ignore_errors=True)
 os.environ.pop("CLRADIX_NO_TUNING", None)
 
 
