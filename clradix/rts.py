@@ -26,7 +26,9 @@ class ReduceThenScan(DigitPasses):
     def grid(policy, profile, n):
         """(tiles per block, blocks) for n keys."""
         num_tiles = -(-n // policy.tile)
-        max_blocks = max(1, profile.compute_units * policy.blocks_per_cu, -(-n // (2 ** 31)))
+        # at least one block per compute unit (validate: blocks_per_cu >= 1), and enough blocks
+        # that none walks 2**31 keys or more
+        max_blocks = max(profile.compute_units * policy.blocks_per_cu, -(-n // (2 ** 31)))
         tpb = -(-num_tiles // min(num_tiles, max_blocks))
         return tpb, -(-num_tiles // tpb)
 

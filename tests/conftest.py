@@ -13,6 +13,7 @@ import zlib
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 from clradix.device import all_devices, can_build, default_device
@@ -76,3 +77,24 @@ def poisoning_allocator(queue):
         return buf
     alloc.allocated = allocated
     return alloc
+
+
+class FailingAllocator:
+    """An allocator that succeeds ``ok`` times and then fails: ``how`` = "cl" raises an OpenCL
+    MemoryError (out of device memory), "python" the builtin MemoryError, "huge" asks the driver
+    for more than the device's largest allocation; ``asked`` records every request."""
+
+    def __init__(self, queue, how, ok=0):
+        self.inner = cl.tools.ImmediateAllocator(queue)
+        self.queue, self.how, self.ok, self.asked = queue, how, ok, []
+
+    def __call__(self, nbytes):
+        self.asked.append(nbytes)
+        if len(self.asked) <= self.ok:
+            return self.inner(nbytes)
+        if self.how == "cl":
+            raise cl.MemoryError(cl._cl._ErrorRecord(
+                "clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, "out of memory"))
+        if self.how == "python":
+            raise MemoryError("host out of memory")
+        return self.inner(self.queue.device.max_mem_alloc_size * 4 + nbytes)

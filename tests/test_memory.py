@@ -13,6 +13,7 @@ import pytest
 import clradix
 
 from data import DISTRIBUTIONS, float_specials
+from conftest import FailingAllocator
 from reference import bits_of, ref_argsort
 
 
@@ -91,29 +92,6 @@ def test_pool_sizes_match_temp_bytes(ctx, queue, rng):
         assert sum(asked) == sorter.temp_bytes(n, dtype, vdt)
 
 
-class _Failing:
-    """An allocator that succeeds ``ok`` times and then fails as ``how`` says."""
-
-    def __init__(self, queue, how, ok=0):
-        self.inner = cl_tools.ImmediateAllocator(queue)
-        self.queue = queue
-        self.how = how
-        self.ok = ok
-        self.asked = []
-
-    def __call__(self, nbytes):
-        self.asked.append(nbytes)
-        if len(self.asked) <= self.ok:
-            return self.inner(nbytes)
-        if self.how == "cl":
-            raise cl.MemoryError(cl._cl._ErrorRecord(
-                "clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, "out of memory"))
-        if self.how == "python":
-            raise MemoryError("host out of memory")
-        # a real request beyond the device's largest allocation: the driver refuses it
-        return self.inner(self.queue.device.max_mem_alloc_size * 4 + nbytes)
-
-
 @pytest.mark.parametrize("how", ["cl", "python", "huge"])
 @pytest.mark.parametrize("ok", [0, 1], ids=["first", "second"])
 def test_failed_allocation_is_clear_and_changes_nothing(ctx, queue, rng, how, ok):
@@ -125,7 +103,7 @@ def test_failed_allocation_is_clear_and_changes_nothing(ctx, queue, rng, how, ok
     d_vals = cl_array.to_device(queue, vals)
     queue.finish()
     for call in ("sort", "argsort"):
-        failing = _Failing(queue, how, ok)
+        failing = FailingAllocator(queue, how, ok)
         with pytest.raises(MemoryError) as info:
             if call == "sort":
                 sorter.sort(queue, d_keys, values=d_vals, allocator=failing)
@@ -145,7 +123,7 @@ def test_failed_allocation_is_clear_and_changes_nothing(ctx, queue, rng, how, ok
 def test_failing_sorter_allocator(ctx, queue, rng):
     """The same through Sorter(allocator=...), for both algorithms the planner uses here."""
     for n in _sizes(ctx, np.int64):
-        failing = _Failing(queue, "cl")
+        failing = FailingAllocator(queue, "cl")
         sorter = clradix.Sorter(ctx, allocator=failing)
         keys = DISTRIBUTIONS["uniform"](rng, np.int64, n)
         d_keys = cl_array.to_device(queue, keys)

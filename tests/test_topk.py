@@ -15,7 +15,7 @@ import clradix.selector as selector_mod
 from clradix.keys import KEY_DTYPES
 
 import data
-from conftest import poison
+from conftest import FailingAllocator, poison
 from reference import bits_of, check_topk as check
 
 
@@ -388,23 +388,6 @@ def test_temp_bytes_refuses_what_topk_refuses(ctx, monkeypatch):
 # ----------------------------------------------------------------------------- allocation failures
 
 
-class _Failing:
-    """An allocator that succeeds ``ok`` times and then raises (an OpenCL error or MemoryError)."""
-
-    def __init__(self, queue, how, ok=0):
-        self.inner = cl.tools.ImmediateAllocator(queue)
-        self.how, self.ok, self.asked = how, ok, []
-
-    def __call__(self, nbytes):
-        self.asked.append(nbytes)
-        if len(self.asked) <= self.ok:
-            return self.inner(nbytes)
-        if self.how == "cl":
-            raise cl.MemoryError(cl._cl._ErrorRecord(
-                "clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, "out of memory"))
-        raise MemoryError("host out of memory")
-
-
 @pytest.mark.parametrize("how", ["cl", "python"])
 def test_failed_allocation_is_a_memory_error_and_changes_nothing(ctx, queue, rng, how):
     """allocator= that raises: the builtin MemoryError naming the bytes and what they were for,
@@ -417,7 +400,7 @@ def test_failed_allocation_is_a_memory_error_and_changes_nothing(ctx, queue, rng
                                             (0, True, "temporary memory", False, 50),
                                             (2, False, "temporary memory", True, 50),
                                             (1, True, "temporary memory", False, 2500)):
-        failing = _Failing(queue, how, ok)
+        failing = FailingAllocator(queue, how, ok)
         # k = 2500: the global-sort route, whose radix sort allocates after the passes
         sel = clradix.Selector(ctx, allocator=failing if on_selector else None,
                                sort_size=4 if k > 50 else None)
