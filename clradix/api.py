@@ -10,7 +10,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .keys import key_codec
-from .operands import check_context, operand
+from .arguments import check_context, operand
 from .sorter import Sorter
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pyopencl as cl
 
-from .passes import DigitPasses
+from .digit_passes import DigitPasses
 from .policy import ONESWEEP_PORTION
 
 # Keys per onesweep launch (a module global so that tests can make portions small).

@@ -26,7 +26,7 @@ from numpy.typing import DTypeLike
 from .device import DeviceProfile
 from .keys import key_codec
 from .memory import QueuePools
-from .operands import _buffer_size, attach_event, check_context, check_n, operand
+from .arguments import _buffer_size, attach_event, check_context, check_n, operand
 from .render import programs_for
 from .sorter import Sorter, _events
 

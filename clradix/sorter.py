@@ -21,12 +21,12 @@ from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
 from .memory import QueuePools
 from .onesweep import Onesweep
-from .operands import attach_event, check_context, check_disjoint, check_n, operand
-from .passes import WorkGroupLimitError
+from .arguments import attach_event, check_context, check_disjoint, check_n, operand
+from .digit_passes import WorkGroupLimitError
 from .policy import (PolicyError, SortPolicy, _pow2_floor, check_overrides, plan_sort, validate,
                      without_ranking)
 from .render import KernelBuildError, programs_for
-from .rts import ReduceThenScan, SingleWorkGroup
+from .reduce_then_scan import ReduceThenScan, SingleWorkGroup
 from .tuning import tuned_table
 
 _ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep,

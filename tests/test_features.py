@@ -18,7 +18,7 @@ from clradix.keys import key_codec
 from clradix.onesweep import Onesweep
 from clradix.policy import RANKINGS, PolicyError, SortPolicy, validate
 from clradix.render import render
-from clradix.rts import ReduceThenScan, SingleWorkGroup
+from clradix.reduce_then_scan import ReduceThenScan, SingleWorkGroup
 
 from data import float_specials, uniform
 from reference import bits_of, ref_argsort

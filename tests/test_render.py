@@ -13,23 +13,23 @@ PARAMS = dict(key_codec(np.uint32).template_args(), radix_bits=8, wg=64, ipt=4, 
 def test_missing_parameter_is_an_error_naming_it():
     params = dict(PARAMS)
     del params["wg"]
-    with pytest.raises(TemplateRenderError, match="radix_sort.cl.mako") as info:
-        render("radix_sort.cl.mako", **params)
+    with pytest.raises(TemplateRenderError, match="reduce_then_scan.cl.mako") as info:
+        render("reduce_then_scan.cl.mako", **params)
     assert "wg" in str(info.value)
 
 
 def test_render_is_deterministic_and_parameterised():
-    a = render("radix_sort.cl.mako", **PARAMS)
-    assert a == render("radix_sort.cl.mako", **PARAMS)
+    a = render("reduce_then_scan.cl.mako", **PARAMS)
+    assert a == render("reduce_then_scan.cl.mako", **PARAMS)
     assert "#define RADIX 256" in a and "#define WG 64" in a
-    b = render("radix_sort.cl.mako", **dict(PARAMS, radix_bits=4))
+    b = render("reduce_then_scan.cl.mako", **dict(PARAMS, radix_bits=4))
     assert "#define RADIX 16" in b
 
 
 def test_build_error_names_device_parameters_and_log(ctx):
     cache = ProgramCache(ctx)
     with pytest.raises(KernelBuildError) as info:
-        cache.get("radix_sort.cl.mako", dict(PARAMS, index_t="no_such_type"))
+        cache.get("reduce_then_scan.cl.mako", dict(PARAMS, index_t="no_such_type"))
     msg = str(info.value)
     assert ctx.devices[0].name.strip() in msg
     assert "index_t='no_such_type'" in msg
@@ -38,4 +38,4 @@ def test_build_error_names_device_parameters_and_log(ctx):
 
 def test_programs_are_memoised(ctx):
     cache = ProgramCache(ctx)
-    assert cache.get("radix_sort.cl.mako", PARAMS) is cache.get("radix_sort.cl.mako", PARAMS)
+    assert cache.get("reduce_then_scan.cl.mako", PARAMS) is cache.get("reduce_then_scan.cl.mako", PARAMS)

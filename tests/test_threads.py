@@ -12,7 +12,7 @@ import pytest
 
 import clradix
 from clradix.onesweep import Onesweep
-from clradix.rts import ReduceThenScan, SingleWorkGroup
+from clradix.reduce_then_scan import ReduceThenScan, SingleWorkGroup
 
 from data import DISTRIBUTIONS
 from reference import bits_of, ref_argsort

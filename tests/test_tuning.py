@@ -205,7 +205,7 @@ def test_save_repairs_a_broken_device_entry(ctx, cache):
 
 
 @pytest.mark.parametrize("error", [
-    KernelBuildError("building radix_sort.cl.mako failed: error: too many registers"),
+    KernelBuildError("building reduce_then_scan.cl.mako failed: error: too many registers"),
     cl.LogicError("clEnqueueNDRangeKernel failed: INVALID_WORK_GROUP_SIZE"),
     MemoryError("allocating 4096 bytes of temporary memory failed"),
 ])

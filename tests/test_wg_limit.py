@@ -11,7 +11,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import passes
+from clradix import digit_passes as passes
 from clradix.policy import PolicyError
 
 from data import float_specials

@@ -1,12 +1,12 @@
-"""Host side of the reduce-then-scan digit passes (cl_templates/radix_sort.cl.mako)."""
+"""Host side of the reduce-then-scan digit passes (cl_templates/reduce_then_scan.cl.mako)."""
 
 import numpy as np
 
-from .passes import DigitPasses
+from .digit_passes import DigitPasses
 
 
 class ReduceThenScan(DigitPasses):
-    template = "radix_sort.cl.mako"
+    template = "reduce_then_scan.cl.mako"
     kernel_names = ("rts_count", "rts_scan", "rts_scatter")
 
     def __init__(self, *args):
@@ -62,7 +62,7 @@ class SingleWorkGroup(DigitPasses):
     """A sort of at most one tile of keys by one work-group in one launch (rts_small): every
     split pass happens in local memory, so a small sort costs one kernel launch."""
 
-    template = "radix_sort.cl.mako"
+    template = "reduce_then_scan.cl.mako"
     kernel_names = ("rts_small",)
 
     def __init__(self, *args):

@@ -1,4 +1,4 @@
-"""Operands: turning what a caller passes (a Buffer or a pyopencl Array) into a checked view.
+"""Argument checks: turning what a caller passes (a Buffer or a pyopencl Array) into a checked view.
 
 Every check here runs before anything is enqueued, so a refused call changes no byte.
 """

@@ -25,13 +25,13 @@ def kernel_wg_limit(kernel, device):
 
 
 class DigitPasses:
-    """Base of an algorithm that sorts by a list of digit passes (see rts.py, onesweep.py).
+    """Base of an algorithm that sorts by a list of digit passes (see reduce_then_scan.py, onesweep.py).
 
     A subclass names its template and kernels, adds its template parameters and implements
     ``temp_bytes(policy, profile, index_bytes, n, passes)`` (a classmethod: a size query builds
     nothing) and a way to enqueue: ``enqueue(queue, n, passes, descending, key_io, val_io, iota,
     alloc, wait)`` for the multi-pass algorithms, ``enqueue_small`` for the single work-group
-    sort (rts.SingleWorkGroup), which sorts in one launch without ping-pong buffers.
+    sort (reduce_then_scan.SingleWorkGroup), which sorts in one launch without ping-pong buffers.
     """
 
     template = None
