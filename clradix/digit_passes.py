@@ -1,4 +1,8 @@
-"""What the digit-pass algorithms share: building their program and checking its kernels."""
+"""The sort drivers' contract and what they share: a SortJob in, an event out; building their
+program and checking its kernels; the ping-pong streams of the multi-pass algorithms."""
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 import numpy as np
 import pyopencl as cl
@@ -24,14 +28,37 @@ def kernel_wg_limit(kernel, device):
     return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
 
 
-class DigitPasses:
-    """Base of an algorithm that sorts by a list of digit passes (see reduce_then_scan.py, onesweep.py).
+@dataclass
+class SortJob:
+    """One sort as a driver sees it: ``n`` keys from ``keys_in`` to ``keys_out`` (None: the keys
+    are only read, argsort) and, with values, from ``vals_in`` (None: the indices 0..n-1, argsort)
+    to ``vals_out``; each a (buffer, element offset). Sorting by bits [begin_bit, end_bit) of the
+    order key, descending or not."""
 
-    A subclass names its template and kernels, adds its template parameters and implements
-    ``temp_bytes(policy, profile, index_bytes, n, passes)`` (a classmethod: a size query builds
-    nothing) and a way to enqueue: ``enqueue(queue, n, passes, descending, key_io, val_io, iota,
-    alloc, wait)`` for the multi-pass algorithms, ``enqueue_small`` for the single work-group
-    sort (reduce_then_scan.SingleWorkGroup), which sorts in one launch without ping-pong buffers.
+    n: int
+    begin_bit: int
+    end_bit: int
+    descending: bool
+    key_bytes: int
+    keys_in: Tuple[object, int]
+    keys_out: Optional[Tuple[object, int]]
+    value_bytes: int = 0
+    vals_in: Optional[Tuple[object, int]] = None
+    vals_out: Optional[Tuple[object, int]] = None
+
+    @property
+    def iota(self):
+        """Whether the values are made by the sort (argsort's indices)."""
+        return self.vals_out is not None and self.vals_in is None
+
+
+class DigitPasses:
+    """Base of the sort drivers (reduce_then_scan.py, onesweep.py). The contract: construction
+    builds the kernels (the Sorter plans first); ``temp_bytes(policy, profile, index_bytes, n,
+    passes)``, a classmethod, is the temporary memory beyond the ping-pong buffers (a size query
+    builds nothing); ``enqueue(queue, job, alloc, wait)`` enqueues a SortJob after ``wait`` and
+    returns the last command's event. Multi-pass drivers implement ``enqueue_passes``; the
+    single work-group sort overrides ``enqueue``.
     """
 
     template = None
@@ -100,3 +127,63 @@ class DigitPasses:
 
     def flip(self, descending):
         return self.codec.unsigned_dtype.type(((1 << self.codec.bits) - 1) if descending else 0)
+
+    def enqueue(self, queue, job, alloc, wait):
+        """The digit passes of ``job`` between ping-pong buffers, and the copy home an in-place
+        sort with an odd number of passes owes."""
+        passes = digit_passes(self.policy.radix_bits, job.begin_bit, job.end_bit)
+        key_io, key_copy = stream(job.keys_in, job.keys_out, len(passes), alloc,
+                                  job.n * job.key_bytes)
+        val_io = val_copy = None
+        if job.vals_out is not None:
+            val_io, val_copy = stream(job.vals_in, job.vals_out, len(passes), alloc,
+                                      job.n * job.value_bytes)
+        evt = self.enqueue_passes(queue, job.n, passes, job.descending, key_io, val_io, job.iota,
+                                  alloc, wait)
+        evt = _enqueue_copy(queue, key_copy, job.n * job.key_bytes, job.key_bytes, evt)
+        return _enqueue_copy(queue, val_copy, job.n * job.value_bytes, job.value_bytes, evt)
+
+
+def digit_passes(radix_bits, begin_bit, end_bit):
+    """(shift, bits) of each digit pass over bits [begin_bit, end_bit)."""
+    return [(s, min(radix_bits, end_bit - s)) for s in range(begin_bit, end_bit, radix_bits)]
+
+
+def stream(src, dst, npasses, alloc, nbytes):
+    """(input, output) of each pass for one stream (keys or values), and the copy still owed.
+
+    ``src`` None means the first pass generates the data (argsort's indices); ``dst`` None means the
+    last pass need not write (argsort's keys). In place (src == dst: the same buffer and offset),
+    passes alternate between a
+    temporary and the buffer; an odd pass count leaves the result in the temporary, and the
+    returned copy ``(from, to)`` moves it home.
+    """
+    if src is not None and dst is not None and src[0] is dst[0] and src[1] == dst[1]:
+        tmp = (alloc(nbytes), 0)
+        outs = [tmp if p % 2 == 0 else dst for p in range(npasses)]
+        copy = (tmp, dst) if npasses % 2 else None
+    else:
+        temps = []
+        outs = []
+        for p in range(npasses):
+            back = npasses - 1 - p  # passes after this one
+            if dst is not None and back % 2 == 0:
+                outs.append(dst)
+                continue
+            if dst is None and back == 0:
+                outs.append(None)
+                continue
+            slot = (back - 1) % 2 if dst is None else 0
+            while len(temps) <= slot:
+                temps.append((alloc(nbytes), 0))
+            outs.append(temps[slot])
+        copy = None
+    return list(zip([src] + outs[:-1], outs)), copy
+
+
+def _enqueue_copy(queue, copy, nbytes, itemsize, evt):
+    if copy is None:
+        return evt
+    (src, src_off), (dst, dst_off) = copy
+    return cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_off * itemsize,
+                           dst_offset=dst_off * itemsize, wait_for=[evt])

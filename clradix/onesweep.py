@@ -74,7 +74,7 @@ class Onesweep(DigitPasses):
     def temp_bytes(cls, policy, profile, index_bytes, n, passes):
         return 3 * len(passes) * policy.radix * index_bytes + cls.status_bytes(policy)
 
-    def enqueue(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
+    def enqueue_passes(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
         pol = self.policy
         wg, radix = pol.wg_size, pol.radix
         flip = self.flip(descending)

@@ -37,7 +37,7 @@ class ReduceThenScan(DigitPasses):
         _, blocks = cls.grid(policy, profile, n)
         return policy.radix * blocks * index_bytes
 
-    def enqueue(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
+    def enqueue_passes(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
         wg = self.policy.wg_size
         tpb, blocks = self.grid(self.policy, self.profile, n)
         m = self.policy.radix * blocks
@@ -78,17 +78,17 @@ class SingleWorkGroup(DigitPasses):
     def temp_bytes(cls, policy, profile, index_bytes, n, passes):
         return 0
 
-    def enqueue_small(self, queue, n, begin_bit, end_bit, descending, keys_in, keys_out, vals,
-                      iota, wait):
-        """Sort keys_in (buffer, offset) into keys_out (None: keys are not written) with the
-        values (vals_in or None for iota, vals_out), all in one launch."""
-        kin, kin_off = keys_in
-        kout, kout_off = keys_out if keys_out is not None else keys_in
+    def enqueue(self, queue, job, alloc, wait):
+        """The whole of ``job`` in one launch: keys_in to keys_out (or only read), values from
+        vals_in (or the indices) to vals_out, every split pass in local memory."""
+        kin, kin_off = job.keys_in
+        kout, kout_off = job.keys_out if job.keys_out is not None else job.keys_in
         args = [kin, kin_off, kout, kout_off]
-        if vals is not None:
-            (vin, vin_off), (vout, vout_off) = vals[0] or vals[1], vals[1]
-            args += [vin, vin_off, vout, vout_off, int(iota)]
-        args += [n, begin_bit, end_bit, self.flip(descending), int(keys_out is not None)]
+        if self.value_t:
+            (vin, vin_off), (vout, vout_off) = job.vals_in or job.vals_out, job.vals_out
+            args += [vin, vin_off, vout, vout_off, int(job.iota)]
+        args += [job.n, job.begin_bit, job.end_bit, self.flip(job.descending),
+                 int(job.keys_out is not None)]
         wg = self.policy.wg_size
         return self._traced("rts_small", self.small(queue, (wg,), (wg,), *args,
                                                     wait_for=wait or None))

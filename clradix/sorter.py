@@ -22,7 +22,7 @@ from .keys import key_codec, value_cl_type
 from .memory import QueuePools
 from .onesweep import Onesweep
 from .arguments import attach_event, check_context, check_disjoint, check_n, operand
-from .digit_passes import WorkGroupLimitError
+from .digit_passes import SortJob, WorkGroupLimitError, digit_passes
 from .policy import (PolicyError, SortPolicy, _pow2_floor, check_overrides, plan_sort, validate,
                      without_ranking)
 from .render import KernelBuildError, programs_for
@@ -116,30 +116,11 @@ class Sorter:
 
         if n <= 1 or begin_bit == end_bit:
             return self._done(queue, None, wait, keys, vals)
-        dev = queue.device
-        index_name, index_np = _index_t(n)
+        kat, vat = keys.at(), (vals.at() if vals else None)   # in place: in and out are one
+        job = SortJob(n, begin_bit, end_bit, descending, codec.itemsize, kat, kat,
+                      vals.dtype.itemsize if vals else 0, vat, vat)
         value_t = value_cl_type(vals.dtype) if vals else None
-        policy, algo = self._prepare(dev, codec, value_t, index_name, index_np, n,
-                                     vals.dtype.itemsize if vals else 0)
-        if policy.algorithm == "single_wg":
-            kat = keys.at()
-            with self._lock:
-                evt = algo.enqueue_small(queue, n, begin_bit, end_bit, descending, kat, kat,
-                                         (vals.at(), vals.at()) if vals else None, False, wait)
-            return self._done(queue, evt, wait, keys, vals)
-        alloc = self._allocator(queue, allocator)
-        passes = _passes(policy.radix_bits, begin_bit, end_bit)
-        kat = keys.at()
-        key_io, key_copy = _stream(kat, kat, len(passes), alloc, n * codec.itemsize)
-        val_io = val_copy = None
-        if vals:
-            vat = vals.at()
-            val_io, val_copy = _stream(vat, vat, len(passes), alloc, n * vals.dtype.itemsize)
-        with self._lock:
-            evt = algo.enqueue(queue, n, passes, descending, key_io, val_io, False, alloc, wait)
-        evt = _enqueue_copy(queue, key_copy, n * codec.itemsize, codec.itemsize, evt)
-        if vals:
-            evt = _enqueue_copy(queue, val_copy, n * vals.dtype.itemsize, vals.dtype.itemsize, evt)
+        evt = self._enqueue(queue, job, codec, value_t, allocator, wait)
         return self._done(queue, evt, wait, keys, vals)
 
     def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
@@ -180,27 +161,18 @@ class Sorter:
 
         if n == 0:
             return out_arr, self._done(queue, None, wait, o)
-        dev = queue.device
-        index_name, index_np = _index_t(n)
         value_t = value_cl_type(idx_dtype)
-        policy, algo = self._prepare(dev, codec, value_t, index_name, index_np, n,
-                                     idx_dtype.itemsize)
-        passes = _passes(policy.radix_bits, begin_bit, end_bit)
-        if policy.algorithm == "single_wg" and passes and n > 1:
-            with self._lock:
-                evt = algo.enqueue_small(queue, n, begin_bit, end_bit, descending, k.at(), None,
-                                         (None, o.at()), True, wait)
-            return out_arr, self._done(queue, evt, wait, o)
-        if not passes or n == 1:
+        if n == 1 or begin_bit == end_bit:   # nothing to sort: the indices in order
+            index_name, index_np = _index_t(n)
+            _, algo = self._prepare(queue.device, codec, value_t, index_name, index_np, n,
+                                    idx_dtype.itemsize)
             with self._lock:
                 evt = algo.iota(queue, (_round_up(n, 256),), None, o.buffer, o.offset, n,
-                               wait_for=wait or None)
+                                wait_for=wait or None)
             return out_arr, self._done(queue, evt, wait, o)
-        alloc = self._allocator(queue, allocator)
-        key_io, _ = _stream(k.at(), None, len(passes), alloc, n * codec.itemsize)
-        val_io, _ = _stream(None, o.at(), len(passes), alloc, n * idx_dtype.itemsize)
-        with self._lock:
-            evt = algo.enqueue(queue, n, passes, descending, key_io, val_io, True, alloc, wait)
+        job = SortJob(n, begin_bit, end_bit, descending, codec.itemsize, k.at(), None,
+                      idx_dtype.itemsize, None, o.at())
+        evt = self._enqueue(queue, job, codec, value_t, allocator, wait)
         return out_arr, self._done(queue, evt, wait, o)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
@@ -240,7 +212,7 @@ class Sorter:
         validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, vbytes, n)
         if policy.algorithm == "single_wg":
             return 0
-        passes = _passes(policy.radix_bits, begin_bit, end_bit)
+        passes = digit_passes(policy.radix_bits, begin_bit, end_bit)
         extra = _ALGORITHMS[policy.algorithm].temp_bytes(policy, profile,
                                                          np.dtype(index_np).itemsize, n, passes)
         return n * (codec.itemsize + vbytes) + extra
@@ -361,20 +333,32 @@ class Sorter:
                 self._kernels[key] = algo
                 return policy, algo
 
+    def _enqueue(self, queue, job, codec, value_t, allocator, wait):
+        """Plan and build for ``job`` (sort and argsort alike), then enqueue it with the driver
+        (under the lock: no two threads set one kernel's arguments at once)."""
+        index_name, index_np = _index_t(job.n)
+        _, algo = self._prepare(queue.device, codec, value_t, index_name, index_np, job.n,
+                                job.value_bytes)
+        alloc = self._allocator(queue, allocator)
+        with self._lock:
+            return algo.enqueue(queue, job, alloc, wait)
+
     def _allocator(self, queue, allocator, what="temporary memory", pooled=True):
         """allocate(nbytes): from ``allocator``, else the Sorter's, else (for temporaries, that is
         ``pooled``) the queue's memory pool, else immediately on the queue; a failure (an OpenCL
         error or MemoryError) is a MemoryError naming the bytes asked for."""
-        alloc = allocator or self.allocator
-        if alloc is None and pooled:
-            with self._lock:
-                alloc = self._pools.allocator(queue)
-        if alloc is None:
-            alloc = cl_tools.ImmediateAllocator(queue)
+        chosen = allocator or self.allocator
+        box = []   # the allocator, found at the first request (a one-launch sort makes none)
 
         def allocate(nbytes):
+            if not box:
+                alloc = chosen
+                if alloc is None and pooled:
+                    with self._lock:
+                        alloc = self._pools.allocator(queue)
+                box.append(alloc if alloc is not None else cl_tools.ImmediateAllocator(queue))
             try:
-                return alloc(max(int(nbytes), 1))
+                return box[0](max(int(nbytes), 1))
             except (cl.Error, MemoryError) as exc:
                 raise MemoryError(f"allocating {int(nbytes)} bytes of {what} on "
                                   f"{queue.device.name.strip()} failed: {exc}") from exc
@@ -411,46 +395,3 @@ def _bit_range(codec, begin_bit, end_bit):
         raise ValueError(f"bit range [{begin_bit}, {end_bit}) is outside the {bits} bits of "
                          f"{codec.dtype} keys (need 0 <= begin_bit <= end_bit <= {bits})")
     return int(begin_bit), int(end_bit)
-
-
-def _passes(radix_bits, begin_bit, end_bit):
-    return [(s, min(radix_bits, end_bit - s)) for s in range(begin_bit, end_bit, radix_bits)]
-
-
-def _stream(src, dst, npasses, alloc, nbytes):
-    """(input, output) of each pass for one stream (keys or values), and the copy still owed.
-
-    ``src`` None means the first pass generates the data (argsort's indices); ``dst`` None means the
-    last pass need not write (argsort's keys). In place (src is dst), passes alternate between a
-    temporary and the buffer; an odd pass count leaves the result in the temporary, and the
-    returned copy ``(from, to)`` moves it home.
-    """
-    if src is not None and src is dst:
-        tmp = (alloc(nbytes), 0)
-        outs = [tmp if p % 2 == 0 else dst for p in range(npasses)]
-        copy = (tmp, dst) if npasses % 2 else None
-    else:
-        temps = []
-        outs = []
-        for p in range(npasses):
-            back = npasses - 1 - p  # passes after this one
-            if dst is not None and back % 2 == 0:
-                outs.append(dst)
-                continue
-            if dst is None and back == 0:
-                outs.append(None)
-                continue
-            slot = (back - 1) % 2 if dst is None else 0
-            while len(temps) <= slot:
-                temps.append((alloc(nbytes), 0))
-            outs.append(temps[slot])
-        copy = None
-    return list(zip([src] + outs[:-1], outs)), copy
-
-
-def _enqueue_copy(queue, copy, nbytes, itemsize, evt):
-    if copy is None:
-        return evt
-    (src, src_off), (dst, dst_off) = copy
-    return cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_off * itemsize,
-                           dst_offset=dst_off * itemsize, wait_for=[evt])

@@ -99,7 +99,7 @@ def busy_switching(monkeypatch):
                 with guard:
                     active[0] -= 1
         monkeypatch.setattr(cls, name, watched)
-    for cls, name in ((ReduceThenScan, "enqueue"), (SingleWorkGroup, "enqueue_small"),
+    for cls, name in ((ReduceThenScan, "enqueue"), (SingleWorkGroup, "enqueue"),
                       (Onesweep, "enqueue")):
         wrap(cls, name)
     yield peak
