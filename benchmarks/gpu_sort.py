@@ -371,13 +371,8 @@ def run(args, log, fail, results, state):
     for v in filter(None, args.variants.split(",")):
         parts = v.split("x") if ":" not in v else v.split(":")[0].split("x") + v.split(":")[1:]
         kw = dict(algorithm="onesweep", wg_size=int(parts[0]), items_per_thread=int(parts[1]))
-        from clradix import onesweep as os_mod
-        os_mod.EXPERIMENT = None
         for extra in parts[2:]:  # e.g. "ring_slots=65536", "ring_guard=tail", "radix_bits=4"
             key, val = extra.split("=")
-            if key == "experiment":
-                os_mod.EXPERIMENT = val
-                continue
             kw[key] = int(val) if val.isdigit() else val
         try:
             bench(f"onesweep {v}", np.uint32, kw)

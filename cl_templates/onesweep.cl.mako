@@ -263,7 +263,7 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     /* the other ring is not read in this launch: zero it for the next one */
     clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots);
     if (lid == 0)
-        ltile = ${'get_group_id(0)' if "no_atomic_id" in (experiment or "") else 'atomic_inc(&counters[0])'};
+        ltile = atomic_inc(&counters[0]);
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
     for (uint d = lid; d < RADIX; d += WG)
@@ -359,11 +359,7 @@ ${unroll}
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint d = dig[i];
-% if "no_match" in (experiment or ""):
-        const uint peers = 1u << lane;
-% else:
         const uint peers = sg_match(d, lsg);
-% endif
         const uint before = peers & sg_lt_mask();
 % if backend == "ptx":
         /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
@@ -422,7 +418,7 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += WG) {
         uint acc = 0;
-        uint found = t == 0 ${'|| 1' if "no_lookback" in (experiment or "") else ''};
+        uint found = t == 0;
 % if not force_fallback:
         /* read a window of LB_WIN predecessors at once (independent loads), consume the ready
            ones in order, stop at a prefix; at the look-back limit only a prefix will do */
@@ -574,7 +570,7 @@ ${unroll}
         if (j < valid) {
             const KEY_T key = lkeys[j];
             dj[i] = digit_of(key, shift, digit_mask, flip);
-            if (write_keys ${'&& 0' if "no_scatter" in (experiment or "") else ''})
+            if (write_keys)
                 keys_out[lbase[dj[i]] + j] = key;
         }
     }

@@ -18,9 +18,6 @@ from .policy import ONESWEEP_PORTION
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
 PORTION = ONESWEEP_PORTION
-# Benchmark-only switch that removes one stage of os_pass to measure its cost (results are then
-# wrong): None, "no_match", "no_lookback" or "no_scatter".
-EXPERIMENT = None
 
 
 class Onesweep(DigitPasses):
@@ -30,7 +27,7 @@ class Onesweep(DigitPasses):
     def template_params(self, pol):
         return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                     lookback=pol.lookback, spin_limit=pol.spin_limit,
-                    ring_guard=pol.ring_guard, experiment=EXPERIMENT,
+                    ring_guard=pol.ring_guard,
                     tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
                     force_fallback=bool(pol.force_fallback),
                     status_atomics=self._status_atomics(),
