@@ -10,7 +10,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .keys import key_codec
-from .arguments import check_context, operand
+from .arguments import check_queue, operand
 from .sorter import Sorter
 
 if TYPE_CHECKING:
@@ -39,9 +39,7 @@ def _check_array(array, queue):
     queue = queue if queue is not None else array.queue
     if queue is None:
         raise ValueError("the array has no queue (it was made with queue=None): pass queue=")
-    if not isinstance(queue, cl.CommandQueue):
-        raise TypeError(f"queue: expected a pyopencl.CommandQueue, got {type(queue).__name__}")
-    check_context(array.context, queue.context, "queue")
+    check_queue(array.context, queue)
     return queue
 
 

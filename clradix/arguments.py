@@ -39,6 +39,13 @@ def check_context(ctx, obj_ctx, what):
                          f"with ({obj_ctx.devices[0].name} vs {ctx.devices[0].name})")
 
 
+def check_queue(ctx, queue):
+    """TypeError unless ``queue`` is a CommandQueue, ValueError unless it is one of ``ctx``."""
+    if not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue: expected a pyopencl.CommandQueue, got {type(queue).__name__}")
+    check_context(ctx, queue.context, "queue")
+
+
 def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
     """Check ``obj`` (Buffer or Array) and describe ``n`` elements of it.
 

@@ -26,7 +26,7 @@ from numpy.typing import DTypeLike
 from .device import DeviceProfile
 from .keys import key_codec
 from .memory import QueuePools
-from .arguments import _buffer_size, attach_event, check_context, check_n, operand
+from .arguments import _buffer_size, attach_event, check_context, check_n, check_queue, operand
 from .render import programs_for
 from .sorter import Sorter, _events
 
@@ -112,7 +112,7 @@ class Selector:
         are enqueued; those write only temporaries).
         The event becomes the outputs' only event (``Array.events``); nothing waits on the host.
         """
-        self._check_queue(queue)
+        check_queue(self.context, queue)
         src, n_rows, row_len, shape = self._keys(keys, dtype, rows)
         codec = key_codec(src.dtype)
         k = _check_k(k, row_len)
@@ -298,11 +298,6 @@ class Selector:
                          indices.offset // idx_dtype.itemsize, wait_for=[evt])
 
     # ------------------------------------------------------------------ operands
-
-    def _check_queue(self, queue):
-        if not isinstance(queue, cl.CommandQueue):
-            raise TypeError(f"expected a pyopencl.CommandQueue, got {type(queue).__name__}")
-        check_context(self.context, queue.context, "queue")
 
     def _keys(self, keys, dtype, rows):
         """(operand, rows, row length, result shape without k) of the keys."""

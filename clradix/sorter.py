@@ -21,7 +21,7 @@ from .device import DeviceProfile
 from .keys import key_codec, value_cl_type
 from .memory import QueuePools
 from .onesweep import Onesweep
-from .arguments import attach_event, check_context, check_disjoint, check_n, operand
+from .arguments import attach_event, check_disjoint, check_n, check_queue, operand
 from .digit_passes import SortJob, WorkGroupLimitError, digit_passes
 from .policy import (PolicyError, SortPolicy, _pow2_floor, check_overrides, plan_sort, validate,
                      without_ranking)
@@ -103,7 +103,7 @@ class Sorter:
         tell) is permuted with the keys. ``begin_bit``/``end_bit`` restrict the sort to those bits
         of the order key. Floats sort like numpy: NaN last (first when descending), -0.0 == +0.0.
         """
-        self._check_queue(queue)
+        check_queue(self.context, queue)
         keys = operand(buf, self.context, "keys", dtype=dtype,
                        n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(keys.dtype)
@@ -135,7 +135,7 @@ class Sorter:
         ``indices`` is a new pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` itself
         (an Array or Buffer of that dtype, not overlapping the keys) when given.
         """
-        self._check_queue(queue)
+        check_queue(self.context, queue)
         k = operand(keys, self.context, "keys", dtype=dtype,
                     n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(k.dtype)
@@ -226,11 +226,6 @@ class Sorter:
             self._programs.clear()
 
     # ------------------------------------------------------------------ internals
-
-    def _check_queue(self, queue):
-        if not isinstance(queue, cl.CommandQueue):
-            raise TypeError(f"expected a pyopencl.CommandQueue, got {type(queue).__name__}")
-        check_context(self.context, queue.context, "queue")
 
     def _value_operand(self, values, value_dtype, n, keys):
         if values is keys.buffer or values is keys.array:
