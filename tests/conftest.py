@@ -9,6 +9,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import threading
 import zlib
 
 import numpy as np
@@ -98,3 +99,27 @@ class FailingAllocator:
         if self.how == "python":
             raise MemoryError("host out of memory")
         return self.inner(self.queue.device.max_mem_alloc_size * 4 + nbytes)
+
+
+def returns_within(fn, release, seconds=60):
+    """Run ``fn`` in a daemon thread; True when it returned within ``seconds``. ``release`` (say,
+    completing a user event the calls wait for) runs either way, then the thread is joined: a
+    call that waits on the host for that event would otherwise never return. A hang check, not
+    a speed one. Exceptions from ``fn`` are raised here."""
+    done = threading.Event()
+    err = []
+
+    def body():
+        try:
+            fn()
+        except BaseException as exc:  # re-raised in the test's thread
+            err.append(exc)
+        done.set()
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    ok = done.wait(seconds)
+    release()
+    thread.join()
+    if err:
+        raise err[0]
+    return ok

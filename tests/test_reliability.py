@@ -2,8 +2,6 @@
 its fix (host waits, guessed value widths, aliasing, return values, size queries that built
 kernels, the numpy-like API's queue checks)."""
 
-import threading
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -12,26 +10,8 @@ import pytest
 import clradix
 from clradix import render
 
+from conftest import returns_within
 from reference import ref_argsort
-
-
-def _returns_within(fn, seconds=60):
-    """Run ``fn`` in a daemon thread; True when it returned in time (a call that waits on the
-    host for an event that is only completed afterwards never returns)."""
-    done = threading.Event()
-    err = []
-
-    def body():
-        try:
-            fn()
-        except BaseException as exc:  # re-raised in the test's thread
-            err.append(exc)
-        done.set()
-    threading.Thread(target=body, daemon=True).start()
-    ok = done.wait(seconds)
-    if err:
-        raise err[0]
-    return ok
 
 
 @pytest.mark.parametrize("op", ["sort", "sort_values", "argsort_out"])
@@ -54,8 +34,7 @@ def test_no_host_wait_behind_a_user_event(ctx, queue, rng, op):
                 sorter.sort(queue, d, values=v, wait_for=[gate])
             else:
                 sorter.argsort(queue, d, out=out, wait_for=[gate])
-    returned = _returns_within(calls)
-    gate.set_status(cl.command_execution_status.COMPLETE)
+    returned = returns_within(calls, lambda: gate.set_status(cl.command_execution_status.COMPLETE))
     assert returned, "a call waited on the host for an event completed only afterwards"
     queue.finish()
     assert len(d.events) <= 2 and len(out.events) <= 1

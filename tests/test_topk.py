@@ -2,7 +2,6 @@
 data, 1-D and 2-D, every route (unsorted, local-memory sort, global sort), 64-bit positions;
 work-group sizes, temporary memory, allocation failures, events, and wrong options refused."""
 
-import threading
 
 import numpy as np
 import pyopencl as cl
@@ -15,7 +14,7 @@ import clradix.selector as selector_mod
 from clradix.keys import KEY_DTYPES
 
 import data
-from conftest import FailingAllocator, poison
+from conftest import FailingAllocator, poison, returns_within
 from reference import bits_of, check_topk as check
 
 
@@ -228,14 +227,11 @@ def test_reused_outputs_never_wait_on_the_host(ctx, queue, rng):
         for _ in range(20):
             events.append(sel.topk(queue, a, 7, values_out=values_out, indices_out=indices_out,
                                    wait_for=[gate])[2])
-    # a daemon thread, so that a call that waits cannot hang the tests: the gate opens either way
-    caller = threading.Thread(target=calls, daemon=True)
-    caller.start()
-    caller.join(timeout=30)
-    waited = caller.is_alive() and len(events) + 1   # the call that waits
-    gate.set_status(cl.command_execution_status.COMPLETE)
-    caller.join()
-    assert not waited, f"call {waited} of 20 waited on the host behind the user event"
+    waited = []
+    returned = returns_within(
+        calls, lambda: (waited.append(len(events) + 1),   # the call that waits, if any
+                        gate.set_status(cl.command_execution_status.COMPLETE)), seconds=30)
+    assert returned, f"call {waited[0]} of 20 waited on the host behind the user event"
     assert len(events) == 20
     assert len(values_out.events) == 1 and len(indices_out.events) == 1
     events[-1].wait()
