@@ -1,20 +1,20 @@
-"""numpy-like conveniences on pyopencl arrays: ``clradix.sort`` and ``clradix.argsort``."""
+"""numpy-like conveniences on pyopencl arrays: ``clradix.sort``, ``clradix.argsort`` and
+``clradix.topk``, with one shared Sorter and Selector per context."""
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Optional, Tuple
 
+import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 from .keys import key_codec
 from .arguments import check_queue, operand
+from .selector import Selector
 from .sorter import Sorter
-
-if TYPE_CHECKING:
-    from .selector import Selector
 
 _sorters = weakref.WeakKeyDictionary()
 _sorters_lock = threading.Lock()
@@ -65,7 +65,6 @@ _selectors = weakref.WeakKeyDictionary()
 
 def selector_for(context: cl.Context) -> Selector:
     """The shared default Selector of ``context``."""
-    from .selector import Selector
     sorter = sorter_for(context)
     with _sorters_lock:
         s = _selectors.get(context)
@@ -88,7 +87,6 @@ def topk(array: cl_array.Array, k: int, *, largest: bool = True, sorted: bool = 
         raise TypeError(f"expected a pyopencl.array.Array, got {type(array).__name__}")
     if array.ndim not in (1, 2):
         raise ValueError(f"expected a 1-D or 2-D array, got shape {array.shape}")
-    import numpy as np
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
         raise TypeError(f"axis must be an integer, got {type(axis).__name__}")
     if axis not in (-1, array.ndim - 1):

@@ -26,7 +26,8 @@ class Operand:
         return self.buffer, self.offset
 
 
-def _buffer_size(buf, what):
+def buffer_size(buf, what):
+    """The size in bytes of ``buf``; ValueError naming ``what`` when it is not usable."""
     try:
         return int(buf.size)
     except cl.Error as exc:
@@ -69,7 +70,7 @@ def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
             raise ValueError(f"{what}: n={n} exceeds the array's {size} elements by {n - size}")
         base = obj.base_data
         if base is not None:
-            _buffer_size(base, what)
+            buffer_size(base, what)
         if obj.offset % obj.dtype.itemsize:
             raise ValueError(f"{what}: array offset {obj.offset} bytes is not a multiple of the "
                              f"itemsize {obj.dtype.itemsize}")
@@ -77,7 +78,7 @@ def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
                        list(obj.events))
     if isinstance(obj, cl.MemoryObjectHolder):
         d = np.dtype(dtype if dtype is not None else default_dtype)
-        nbytes = _buffer_size(obj, what)
+        nbytes = buffer_size(obj, what)
         check_context(ctx, obj.context, what)
         cap = nbytes // d.itemsize
         if n is None:

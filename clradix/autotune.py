@@ -16,6 +16,7 @@ from .keys import key_codec, parse_dtype
 from .policy import _DEFAULTS, RADIX_BITS, PolicyError, SortPolicy, plan_sort, ranking_backends
 from .policy import validate
 from .render import KernelBuildError
+from .sizes import index_bytes
 from .sorter import Sorter
 
 DEFAULT_SIZES = (16, 20, 24)
@@ -42,7 +43,7 @@ def candidates(profile, dtype, n):
     for pol in out:
         pol = replace(pol, wg_size=min(pol.wg_size, profile.max_wg_size))
         try:
-            validate(pol, profile, codec.itemsize, 4 if n < 2 ** 31 else 8, 0, n)
+            validate(pol, profile, codec.itemsize, index_bytes(n), 0, n)
         except PolicyError:
             continue
         if pol not in ok:
@@ -65,51 +66,19 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
     # holding one sort's temporaries rather than one per candidate
     pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
     rng = np.random.default_rng(2026)
-    # what a candidate this device cannot run raises: a policy it refuses, a kernel its compiler
-    # refuses, an OpenCL error launching or running it, too little memory (anything else is a bug)
-    cannot_run = (PolicyError, KernelBuildError, cl.Error, MemoryError)
     winners, rows = {}, []
     for dtype in dtypes:
         dt = parse_dtype(dtype)
         for lg in log2_sizes:
-            n = 1 << lg
-            keys = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt)
+            keys = rng.integers(0, 256, (1 << lg) * dt.itemsize, dtype=np.uint8).view(dt)
             if dt.kind == "f":
-                keys = rng.standard_normal(n).astype(dt)
-            ref = np.sort(keys, kind="stable")
-            src = cl_array.to_device(queue, keys)
-            work = cl_array.empty_like(src)
-            default = plan_sort(profile, key_codec(dt), None, n)
-
-            def run_once(sorter):
-                cl.enqueue_copy(queue, work.data, src.data)
-                m0 = cl.enqueue_marker(queue)
-                evt = sorter.sort(queue, work)
-                evt.wait()
-                return (evt.profile.end - m0.profile.end) * 1e-6
-
-            # build, warm up and check every candidate (and the planner's default) first ...
-            timed = []
-            pols = candidates(profile, dt, n)
-            for pol in ([default] if default not in pols else []) + pols:
-                sorter = Sorter(ctx, allocator=pool, **asdict(pol))
-                try:
-                    run_once(sorter)
-                except cannot_run as exc:
-                    log(f"  skipped {pol}: {_reason(exc)}")
-                    continue
-                if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
-                    raise AssertionError(f"{pol} sorted {dt} 2^{lg} wrongly on {profile.describe()}")
-                timed.append((pol, sorter))
-            ref_at = next((i for i, (pol, _) in enumerate(timed) if pol == default), None)
-            reps = repeat
-            if ref_at is not None:
-                one = min(run_once(timed[ref_at][1]) for _ in range(3)) * 1e-3
-                reps = max(repeat, min(500, int(seconds / max(one, 1e-6))))
-            for pol, ms, ratio in _time_paired(timed, ref_at, run_once, reps):
-                rows.append(dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms, ratio=ratio,
-                                 default=pol == default))
-            mine = [r for r in rows if r["dtype"] == str(dt) and r["log2n"] == lg]
+                keys = rng.standard_normal(1 << lg).astype(dt)
+            default = plan_sort(profile, key_codec(dt), None, 1 << lg)
+            mine = [dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms, ratio=ratio,
+                         default=pol == default)
+                    for pol, ms, ratio in _time_candidates(ctx, queue, pool, profile, keys, default,
+                                                           repeat, seconds, log)]
+            rows += mine
             if mine:
                 best = min(mine, key=lambda r: r["ms"])
                 winners[(str(dt), lg)] = SortPolicy(**best["policy"])
@@ -117,9 +86,46 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
                 gap = f"{dms[0] / best['ms']:.2f}x the best" if dms else "not among the candidates"
                 log(f"{dt} 2^{lg}: best {best['ms']:.3f} ms {_short(winners[(str(dt), lg)])}; "
                     f"planner default {_short(default)} is {gap}")
-            timed = src = work = None
             pool.free_held()
     return winners, rows
+
+
+def _time_candidates(ctx, queue, pool, profile, keys, default, repeat, seconds, log):
+    """(policy, ms, ratio to the default) of every candidate that runs ``keys`` correctly."""
+    dt, n = keys.dtype, keys.size
+    ref = np.sort(keys, kind="stable")
+    src = cl_array.to_device(queue, keys)
+    work = cl_array.empty_like(src)
+    # what a candidate this device cannot run raises: a policy it refuses, a kernel its compiler
+    # refuses, an OpenCL error launching or running it, too little memory (anything else is a bug)
+    cannot_run = (PolicyError, KernelBuildError, cl.Error, MemoryError)
+
+    def run_once(sorter):
+        cl.enqueue_copy(queue, work.data, src.data)
+        m0 = cl.enqueue_marker(queue)
+        evt = sorter.sort(queue, work)
+        evt.wait()
+        return (evt.profile.end - m0.profile.end) * 1e-6
+
+    # build, warm up and check every candidate (and the planner's default) first ...
+    timed = []
+    pols = candidates(profile, dt, n)
+    for pol in ([default] if default not in pols else []) + pols:
+        sorter = Sorter(ctx, allocator=pool, **asdict(pol))
+        try:
+            run_once(sorter)
+        except cannot_run as exc:
+            log(f"  skipped {pol}: {_reason(exc)}")
+            continue
+        if not np.array_equal(work.get().view(np.uint8), ref.view(np.uint8)):
+            raise AssertionError(f"{pol} sorted {dt} n={n} wrongly on {profile.describe()}")
+        timed.append((pol, sorter))
+    ref_at = next((i for i, (pol, _) in enumerate(timed) if pol == default), None)
+    reps = repeat
+    if ref_at is not None:
+        one = min(run_once(timed[ref_at][1]) for _ in range(3)) * 1e-3
+        reps = max(repeat, min(500, int(seconds / max(one, 1e-6))))
+    return list(_time_paired(timed, ref_at, run_once, reps))
 
 
 def _reason(exc, keep=300):

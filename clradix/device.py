@@ -1,5 +1,6 @@
 """Device profile: what the planner needs to know about one OpenCL device."""
 
+import threading
 from dataclasses import dataclass
 
 import pyopencl as cl
@@ -64,6 +65,26 @@ class DeviceProfile:
 
     def describe(self):
         return f"{self.name} ({self.platform}, driver {self.driver_version})"
+
+
+class Profiles:
+    """The DeviceProfile of each device, read from the driver once; ``replace`` swaps one for
+    another (a ranking back-end its driver failed to compile left out, or a test's device)."""
+
+    def __init__(self):
+        self._by_device = {}
+        self._lock = threading.Lock()
+
+    def get(self, device):
+        with self._lock:
+            prof = self._by_device.get(device.int_ptr)
+            if prof is None:
+                prof = self._by_device[device.int_ptr] = DeviceProfile.from_device(device)
+            return prof
+
+    def replace(self, device, profile):
+        with self._lock:
+            self._by_device[device.int_ptr] = profile
 
 
 _PROBE_SRC = "__kernel void clradix_probe(__global uint* a) { a[get_global_id(0)] = 1u; }"

@@ -1,5 +1,5 @@
-"""The sort drivers' contract and what they share: a SortJob in, an event out; building their
-program and checking its kernels; the ping-pong streams of the multi-pass algorithms."""
+"""What the sort drivers share: the SortJob they enqueue, building their program and checking its
+kernels, and the ping-pong streams of the multi-pass algorithms (the contract is driver.py's)."""
 
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -7,25 +7,8 @@ from typing import Optional, Tuple
 import numpy as np
 import pyopencl as cl
 
-from .policy import PolicyError
-
-
-class WorkGroupLimitError(PolicyError):
-    """A built kernel runs fewer work-items per group than the policy's wg_size (its registers or
-    local memory limit it below the device's maximum); ``kernel`` and ``limit`` say which and how
-    many."""
-
-    def __init__(self, message, kernel, limit, wg_size):
-        super().__init__(message)
-        self.kernel = kernel
-        self.limit = limit
-        self.wg_size = wg_size
-
-
-def kernel_wg_limit(kernel, device):
-    """CL_KERNEL_WORK_GROUP_SIZE of a built kernel on ``device`` (a module function so that tests
-    can make it small)."""
-    return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+from .driver import Driver, check_wg_limits
+from .sizes import index_bytes
 
 
 @dataclass
@@ -52,13 +35,12 @@ class SortJob:
         return self.vals_out is not None and self.vals_in is None
 
 
-class DigitPasses:
-    """Base of the sort drivers (reduce_then_scan.py, onesweep.py). The contract: construction
-    builds the kernels (the Sorter plans first); ``temp_bytes(policy, profile, index_bytes, n,
-    passes)``, a classmethod, is the temporary memory beyond the ping-pong buffers (a size query
-    builds nothing); ``enqueue(queue, job, alloc, wait)`` enqueues a SortJob after ``wait`` and
-    returns the last command's event. Multi-pass drivers implement ``enqueue_passes``; the
-    single work-group sort overrides ``enqueue``.
+class DigitPasses(Driver):
+    """Base of the sort drivers (reduce_then_scan.py, onesweep.py; contract in driver.py).
+    ``temp_bytes(policy, profile, n, key_bytes, value_bytes, passes)`` is an in-place sort's
+    temporary memory: a ping-pong buffer of the keys (and values) and the algorithm's own
+    ``extra_bytes``. Multi-pass drivers implement ``enqueue_passes``; the single work-group sort
+    overrides ``enqueue`` and ``temp_bytes``.
     """
 
     template = None
@@ -82,25 +64,21 @@ class DigitPasses:
         self.render_params, self.build_opts = params, options
         self.program = programs.get(self.template, params, options)
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
-        for name, knl in self.kernels.items():
-            wg_max = kernel_wg_limit(knl, device)
-            if wg_max < policy.wg_size:
-                raise WorkGroupLimitError(
-                    f"kernel {name} runs at most {wg_max} work-items per group on "
-                    f"{profile.describe()}; the policy asks for wg_size={policy.wg_size}",
-                    name, wg_max, policy.wg_size)
+        check_wg_limits(self.kernels, device, policy.wg_size, profile.describe())
         self.iota = None
         if value_t in ("uint", "ulong"):
             self.iota = cl.Kernel(self.program, "rts_iota")
             self.iota.set_scalar_arg_dtypes([None, np.uint64, self.index_np])
 
-    #: when a list, enqueue() appends (kernel name, event) of every command (for profiling)
-    trace = None
+    @classmethod
+    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        return n * (key_bytes + value_bytes) + cls.extra_bytes(policy, profile, index_bytes(n), n,
+                                                               passes)
 
-    def _traced(self, name, evt):
-        if self.trace is not None:
-            self.trace.append((name, evt))
-        return evt
+    @classmethod
+    def extra_bytes(cls, policy, profile, index_bytes, n, passes):
+        """Temporary bytes beyond the ping-pong buffers."""
+        return 0
 
     def template_params(self, policy):
         return {}

@@ -6,7 +6,12 @@ next allocation at once, which is safe only for commands that run after the earl
 next call on the same in-order queue. So each in-order queue gets its own pool (the most recent
 ``MAX_POOLS`` queues), and out-of-order queues get none (their calls allocate afresh). Blocks are
 allocated with ``ImmediateAllocator``, so that running out of memory fails in the call.
+
+:func:`checked_allocator` is how every call gets its allocator: the caller's, else the pool,
+wrapped so that a failed allocation is a MemoryError naming the bytes and what they were for.
 """
+
+import threading
 
 import pyopencl as cl
 import pyopencl.tools as cl_tools
@@ -15,24 +20,49 @@ MAX_POOLS = 8
 
 
 class QueuePools:
-    """The memory pools of one Sorter or Selector, keyed by queue; callers hold their own lock."""
+    """The memory pools of one Sorter or Selector, keyed by queue (safe to use from several
+    threads)."""
 
     def __init__(self):
         self._pools = {}   # queue -> MemoryPool, least recently used first
+        self._lock = threading.Lock()
 
     def allocator(self, queue):
         """The pool of ``queue`` (made on first use), or None for an out-of-order queue."""
         if queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
             return None
-        pool = self._pools.pop(queue, None)
-        if pool is None:
-            pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
-            while len(self._pools) >= MAX_POOLS:
-                self._pools.pop(next(iter(self._pools))).free_held()
-        self._pools[queue] = pool
-        return pool
+        with self._lock:
+            pool = self._pools.pop(queue, None)
+            if pool is None:
+                pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+                while len(self._pools) >= MAX_POOLS:
+                    self._pools.pop(next(iter(self._pools))).free_held()
+            self._pools[queue] = pool
+            return pool
 
     def free_held(self):
         """Release the blocks the pools hold for reuse (blocks still in use stay allocated)."""
-        for pool in self._pools.values():
-            pool.free_held()
+        with self._lock:
+            for pool in self._pools.values():
+                pool.free_held()
+
+
+def checked_allocator(queue, chosen, what="temporary memory", pools=None):
+    """allocate(nbytes) for one call: from ``chosen`` (the caller's allocator), else from ``pools``'
+    pool of ``queue`` (looked up at the first request: a call that allocates nothing makes no
+    pool), else immediately on the queue. A failure (an OpenCL error or MemoryError) is a
+    MemoryError naming the bytes asked for, ``what`` they were for and the device."""
+    box = []
+
+    def allocate(nbytes):
+        if not box:
+            alloc = chosen
+            if alloc is None and pools is not None:
+                alloc = pools.allocator(queue)
+            box.append(alloc if alloc is not None else cl_tools.ImmediateAllocator(queue))
+        try:
+            return box[0](max(int(nbytes), 1))
+        except (cl.Error, MemoryError) as exc:
+            raise MemoryError(f"allocating {int(nbytes)} bytes of {what} on "
+                              f"{queue.device.name.strip()} failed: {exc}") from exc
+    return allocate

@@ -68,7 +68,7 @@ class Onesweep(DigitPasses):
         return 2 * (policy.ring_slots * (policy.radix + 1) + 2) * 4
 
     @classmethod
-    def temp_bytes(cls, policy, profile, index_bytes, n, passes):
+    def extra_bytes(cls, policy, profile, index_bytes, n, passes):
         return 3 * len(passes) * policy.radix * index_bytes + cls.status_bytes(policy)
 
     def enqueue_passes(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):

@@ -12,6 +12,8 @@ import typing
 import warnings
 from dataclasses import MISSING, dataclass, replace
 
+from .sizes import index_bytes
+
 ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
 RADIX_BITS = (2, 4, 8)
 RANKINGS = ("local", "ptx", "khr", "intel")
@@ -168,31 +170,10 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     """
     check_overrides(overrides)
     if tuned and not any(v is not None for v in overrides.values()):
-        picked = _pick_tuned(tuned, codec.dtype, n)
+        picked = _tuned_policy(profile, codec, value_bytes, n, tuned)
         if picked is not None:
-            (dtype, lg), pol = picked
-            try:
-                validate(pol, profile, codec.itemsize, 8 if n >= (1 << 31) else 4,
-                         value_bytes or 0, n)
-                return pol
-            except PolicyError as exc:
-                # (n left out of the message: one warning per entry and reason, not per size)
-                vals = f" with {value_bytes}-byte values" if value_bytes else ""
-                warnings.warn(f"ignoring the tuned policy {dtype}:{lg} of {profile.describe()} "
-                              f"for keys{vals}: {exc}; using the built-in policy",
-                              RuntimeWarning, stacklevel=2)
-    if profile.is_gpu and profile.is_nvidia:
-        base = _DEFAULTS["nvidia" if n >= (1 << 18) else "nvidia-small"]
-    elif profile.is_gpu:
-        base = _DEFAULTS["gpu"]
-    elif ranking_backends(profile)[0] != "local":
-        # below 2^18 keys the "cpu" entry: timed round-robin (python -m clradix autotune, three
-        # runs of 15-25 repeats at 2^16, u32 and f32) reduce-then-scan 8-bit 256x16 was within
-        # 1.02x of the best in all six rows, onesweep 4-bit 128x16 intel 1.05-1.14x and the
-        # "cpu-subgroups" entry 1.27-1.42x
-        base = _DEFAULTS["cpu-subgroups" if n >= (1 << 18) else "cpu"]
-    else:
-        base = _DEFAULTS["cpu"]
+            return picked
+    base = _default_policy(profile, n)
     fields = {k: v for k, v in overrides.items() if v is not None}
     # what the sizing below computes with (validate checks the rest once the policy is whole)
     if fields.get("radix_bits", RADIX_BITS[0]) not in RADIX_BITS:
@@ -212,14 +193,46 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         policy = replace(policy, ranking=best,
                          sg_size=32 if best in ("ptx", "local") else 16)
     if "wg_size" not in fields:
-        policy = replace(policy, wg_size=min(policy.wg_size, _pow2_floor(profile.max_wg_size)))
+        policy = replace(policy, wg_size=min(policy.wg_size, pow2_floor(profile.max_wg_size)))
     if "items_per_thread" not in fields:
-        kb = codec.itemsize
-        ib = 8 if n >= (1 << 31) else 4
+        kb, ib = codec.itemsize, index_bytes(n)
         while (policy.items_per_thread > 1
                and policy.local_bytes(kb, ib, value_bytes or 0) > profile.local_mem_bytes):
             policy = replace(policy, items_per_thread=policy.items_per_thread * 3 // 4)
     return policy
+
+
+def _tuned_policy(profile, codec, value_bytes, n, tuned):
+    """The tuned entry for the size class nearest to n, if there is one and it can run here."""
+    picked = _pick_tuned(tuned, codec.dtype, n)
+    if picked is None:
+        return None
+    (dtype, lg), pol = picked
+    try:
+        validate(pol, profile, codec.itemsize, index_bytes(n), value_bytes or 0, n)
+        return pol
+    except PolicyError as exc:
+        # (n left out of the message: one warning per entry and reason, not per size)
+        vals = f" with {value_bytes}-byte values" if value_bytes else ""
+        warnings.warn(f"ignoring the tuned policy {dtype}:{lg} of {profile.describe()} "
+                      f"for keys{vals}: {exc}; using the built-in policy",
+                      RuntimeWarning, stacklevel=3)
+        return None
+
+
+def _default_policy(profile, n):
+    """The built-in defaults table's entry for this device and size."""
+    if profile.is_gpu and profile.is_nvidia:
+        return _DEFAULTS["nvidia" if n >= (1 << 18) else "nvidia-small"]
+    if profile.is_gpu:
+        return _DEFAULTS["gpu"]
+    if ranking_backends(profile)[0] != "local":
+        # below 2^18 keys the "cpu" entry: timed round-robin (python -m clradix autotune, three
+        # runs of 15-25 repeats at 2^16, u32 and f32) reduce-then-scan 8-bit 256x16 was within
+        # 1.02x of the best in all six rows, onesweep 4-bit 128x16 intel 1.05-1.14x and the
+        # "cpu-subgroups" entry 1.27-1.42x
+        return _DEFAULTS["cpu-subgroups" if n >= (1 << 18) else "cpu"]
+    return _DEFAULTS["cpu"]
 
 
 def _pick_tuned(table, dtype, n):
@@ -236,13 +249,13 @@ def _small_policy(profile, codec, value_bytes, fields):
     """The one-work-group policy for this device and key (None if not even 256 keys fit)."""
     pol = replace(_DEFAULTS["small"], **{k: v for k, v in fields.items() if k != "algorithm"})
     if "wg_size" not in fields:
-        pol = replace(pol, wg_size=min(pol.wg_size, _pow2_floor(profile.max_wg_size)))
+        pol = replace(pol, wg_size=min(pol.wg_size, pow2_floor(profile.max_wg_size)))
     while pol.local_bytes(codec.itemsize, 4) > profile.local_mem_bytes and pol.items_per_thread > 1:
         pol = replace(pol, items_per_thread=pol.items_per_thread // 2)
     return pol if pol.tile >= 256 else None
 
 
-def _pow2_floor(x):
+def pow2_floor(x):
     return 1 << (max(int(x), 1).bit_length() - 1)
 
 

@@ -33,7 +33,7 @@ class ReduceThenScan(DigitPasses):
         return tpb, -(-num_tiles // tpb)
 
     @classmethod
-    def temp_bytes(cls, policy, profile, index_bytes, n, passes):
+    def extra_bytes(cls, policy, profile, index_bytes, n, passes):
         _, blocks = cls.grid(policy, profile, n)
         return policy.radix * blocks * index_bytes
 
@@ -75,8 +75,8 @@ class SingleWorkGroup(DigitPasses):
                                          + [uint, uint, uint, key_np, uint])
 
     @classmethod
-    def temp_bytes(cls, policy, profile, index_bytes, n, passes):
-        return 0
+    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        return 0   # the keys stay in local memory
 
     def enqueue(self, queue, job, alloc, wait):
         """The whole of ``job`` in one launch: keys_in to keys_out (or only read), values from

@@ -7,40 +7,23 @@ nothing waits on the host. The returned event is the only synchronisation point.
 from __future__ import annotations
 
 import threading
-import warnings
-from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
-import pyopencl.tools as cl_tools
 from numpy.typing import DTypeLike
 
-from .device import DeviceProfile
-from .keys import key_codec, value_cl_type
-from .memory import QueuePools
-from .onesweep import Onesweep
 from .arguments import attach_event, check_disjoint, check_n, check_queue, operand
-from .digit_passes import SortJob, WorkGroupLimitError, digit_passes
-from .policy import (PolicyError, SortPolicy, _pow2_floor, check_overrides, plan_sort, validate,
-                     without_ranking)
-from .render import KernelBuildError, programs_for
-from .reduce_then_scan import ReduceThenScan, SingleWorkGroup
-from .tuning import tuned_table
-
-_ALGORITHMS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep,
-               "single_wg": SingleWorkGroup}
-
-# Indices and offsets are 32-bit below this many keys, 64-bit from it on (a module constant so that
-# tests can force the 64-bit kernels at small sizes).
-INDEX32_LIMIT = 2 ** 31
+from .digit_passes import SortJob, digit_passes
+from .keys import key_codec, value_cl_type
+from .memory import QueuePools, checked_allocator
+from .planner import SortPlanner
+from .policy import SortPolicy, check_overrides
+from .render import programs_for
+from .sizes import output_index_dtype, round_up
 
 _VALUE_ITEMSIZES = (1, 2, 4, 8, 16)
-
-
-def _index_t(n):
-    return ("uint", np.uint32) if n < INDEX32_LIMIT else ("ulong", np.uint64)
 
 
 class Sorter:
@@ -77,12 +60,8 @@ class Sorter:
                               items_per_thread=items_per_thread, algorithm=algorithm)
         check_overrides(self.overrides)
         self._programs = programs_for(context)
-        self._profiles = {}
-        self._tuned_tables = {}
-        self._kernels = {}
-        # {(device, key dtype, value type, index type): largest wg_size its kernels ran}: learned
-        # when a planned wg_size was above what a built kernel can run (see _prepare)
-        self._wg_caps = {}
+        #: plans, builds and keeps the drivers (clradix.planner)
+        self.planner = SortPlanner(self._programs, self.overrides)
         self._lock = threading.RLock()
         self._pools = QueuePools()
 
@@ -119,8 +98,7 @@ class Sorter:
         kat, vat = keys.at(), (vals.at() if vals else None)   # in place: in and out are one
         job = SortJob(n, begin_bit, end_bit, descending, codec.itemsize, kat, kat,
                       vals.dtype.itemsize if vals else 0, vat, vat)
-        value_t = value_cl_type(vals.dtype) if vals else None
-        evt = self._enqueue(queue, job, codec, value_t, allocator, wait)
+        evt = self._enqueue(queue, job, codec, allocator, wait)
         return self._done(queue, evt, wait, keys, vals)
 
     def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
@@ -140,12 +118,12 @@ class Sorter:
                     n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(k.dtype)
         n = k.n
-        idx_dtype = np.dtype(np.uint32 if n < 2 ** 32 else np.uint64)
+        idx_dtype = output_index_dtype(n)
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if out is None:
             user_alloc = allocator or self.allocator
             if n:
-                data = self._allocator(queue, allocator, "index output", pooled=False)(
+                data = checked_allocator(queue, user_alloc, "index output")(
                     n * idx_dtype.itemsize)
                 out_arr = cl_array.Array(queue, n, idx_dtype, data=data, allocator=user_alloc)
             else:
@@ -161,27 +139,22 @@ class Sorter:
 
         if n == 0:
             return out_arr, self._done(queue, None, wait, o)
-        value_t = value_cl_type(idx_dtype)
         if n == 1 or begin_bit == end_bit:   # nothing to sort: the indices in order
-            index_name, index_np = _index_t(n)
-            _, algo = self._prepare(queue.device, codec, value_t, index_name, index_np, n,
-                                    idx_dtype.itemsize)
+            algo = self.planner.prepare(queue.device, codec, idx_dtype.itemsize, n)
             with self._lock:
-                evt = algo.iota(queue, (_round_up(n, 256),), None, o.buffer, o.offset, n,
+                evt = algo.iota(queue, (round_up(n, 256),), None, o.buffer, o.offset, n,
                                 wait_for=wait or None)
             return out_arr, self._done(queue, evt, wait, o)
         job = SortJob(n, begin_bit, end_bit, descending, codec.itemsize, k.at(), None,
                       idx_dtype.itemsize, None, o.at())
-        evt = self._enqueue(queue, job, codec, value_t, allocator, wait)
+        evt = self._enqueue(queue, job, codec, allocator, wait)
         return out_arr, self._done(queue, evt, wait, o)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
              value_dtype: Optional[DTypeLike] = None) -> SortPolicy:
         """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
-        codec = key_codec(dtype)
-        value_t = value_cl_type(value_dtype) if value_dtype is not None else None
-        vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
-        return self._plan(device, codec, value_t, _index_t(n)[0], n, vbytes)[1]
+        vbytes = _value_bytes(value_dtype)
+        return self.planner.plan(device, key_codec(dtype), vbytes, check_n(n), validated=False)[1]
 
     def free_memory(self) -> None:
         """Release the temporaries the Sorter's memory pools hold for reuse."""
@@ -204,25 +177,17 @@ class Sorter:
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if n <= 1 or begin_bit == end_bit:
             return 0
-        device = device or self.context.devices[0]
-        index_name, index_np = _index_t(n)
-        vbytes = np.dtype(value_dtype).itemsize if value_dtype is not None else 0
-        value_t = value_cl_type(value_dtype) if value_dtype is not None else None
-        profile, policy = self._plan(device, codec, value_t, index_name, n, vbytes)
-        validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize, vbytes, n)
-        if policy.algorithm == "single_wg":
-            return 0
-        passes = digit_passes(policy.radix_bits, begin_bit, end_bit)
-        extra = _ALGORITHMS[policy.algorithm].temp_bytes(policy, profile,
-                                                         np.dtype(index_np).itemsize, n, passes)
-        return n * (codec.itemsize + vbytes) + extra
+        return self.planner.temp_bytes(device or self.context.devices[0], codec,
+                                       _value_bytes(value_dtype), n,
+                                       lambda radix_bits: digit_passes(radix_bits, begin_bit,
+                                                                       end_bit))
 
     def clear_caches(self) -> None:
         """Release this Sorter's kernels and the built programs of its context (shared by every
         Sorter and Selector of the context); they are rebuilt, from pyopencl's disk cache, on next
         use."""
         with self._lock:
-            self._kernels.clear()
+            self.planner.drivers.clear()
             self._programs.clear()
 
     # ------------------------------------------------------------------ internals
@@ -245,119 +210,13 @@ class Sorter:
         check_disjoint(keys, vals, "values", "the keys")
         return vals
 
-    def _tuned(self, profile):
-        """The autotuned table of this device (loaded once; {} when there is none)."""
-        with self._lock:
-            if profile.identity not in self._tuned_tables:
-                self._tuned_tables[profile.identity] = tuned_table(profile)
-            return self._tuned_tables[profile.identity]
-
-    def _profile(self, device):
-        with self._lock:
-            prof = self._profiles.get(device.int_ptr)
-            if prof is None:
-                prof = self._profiles[device.int_ptr] = DeviceProfile.from_device(device)
-            return prof
-
-    def _plan(self, device, codec, value_t, index_name, n, value_bytes):
-        """(profile, policy): the planner's policy, its wg_size within the cap learned for this
-        key configuration (if any), and the profile (so capped) it was planned for."""
-        profile = self._profile(device)
-        with self._lock:
-            cap = self._wg_caps.get((device.int_ptr, codec.dtype, value_t, index_name))
-        if cap is not None and cap < profile.max_wg_size:
-            profile = replace(profile, max_wg_size=cap)
-        policy = plan_sort(profile, codec, value_bytes or None, n, self._tuned(profile),
-                           **self.overrides)
-        return profile, policy
-
-    def _prepare(self, device, codec, value_t, index_name, index_np, n, value_bytes=0):
-        """Plan, validate and build: everything that can fail before the first enqueue.
-
-        When the planner chose a subgroup ranking back-end (the caller did not) and the driver
-        cannot compile it, the device's profile forgets that back-end (with a warning) and the
-        planner chooses again.
-
-        When the planner chose wg_size (the caller did not) and a built kernel runs fewer
-        work-items per group (CL_KERNEL_WORK_GROUP_SIZE: registers or local memory of that kernel
-        limit it below the device's maximum), wg_size is capped at the largest power of two within
-        the kernel's limit for this key configuration (with one warning) and the planner chooses
-        again. A wg_size the caller set is never shrunk: the PolicyError names the device, the
-        kernel, its limit and the asked size.
-        """
-        limited = None  # the WorkGroupLimitError that made this call shrink wg_size
-        while True:
-            profile, policy = self._plan(device, codec, value_t, index_name, n, value_bytes)
-            try:
-                validate(policy, profile, codec.itemsize, np.dtype(index_np).itemsize,
-                         value_bytes, n)
-            except PolicyError as exc:
-                if limited is None:
-                    raise
-                raise PolicyError(f"{limited}, and no valid policy fits that limit: {exc}") from exc
-            key = (device.int_ptr, policy, codec.dtype, value_t, index_name)
-            with self._lock:
-                algo = self._kernels.get(key)
-                if algo is not None:
-                    return policy, algo
-                try:
-                    algo = _ALGORITHMS[policy.algorithm](self._programs, device, profile, policy,
-                                                         codec, value_t, index_name, index_np)
-                except WorkGroupLimitError as exc:
-                    cap = _pow2_floor(min(exc.limit, policy.wg_size // 2))
-                    if self.overrides.get("wg_size") is not None or cap >= policy.wg_size:
-                        raise
-                    cap_key = (device.int_ptr, codec.dtype, value_t, index_name)
-                    if cap_key not in self._wg_caps:
-                        warnings.warn(f"{exc}; the planner shrinks wg_size to {cap} for "
-                                      f"{codec.dtype} keys (values: {value_t}, indices: "
-                                      f"{index_name}) on this device", RuntimeWarning, stacklevel=3)
-                    self._wg_caps[cap_key] = cap
-                    limited = exc
-                    continue
-                except KernelBuildError as exc:
-                    if (policy.algorithm != "onesweep" or policy.ranking == "local"
-                            or self.overrides.get("ranking") is not None):
-                        raise
-                    warnings.warn(f"{profile.describe()} cannot compile the {policy.ranking!r} "
-                                  f"subgroup ranking; planning without it. {str(exc)[:2000]}",
-                                  RuntimeWarning, stacklevel=3)
-                    self._profiles[device.int_ptr] = without_ranking(self._profile(device),
-                                                                     policy.ranking)
-                    continue
-                self._kernels[key] = algo
-                return policy, algo
-
-    def _enqueue(self, queue, job, codec, value_t, allocator, wait):
+    def _enqueue(self, queue, job, codec, allocator, wait):
         """Plan and build for ``job`` (sort and argsort alike), then enqueue it with the driver
         (under the lock: no two threads set one kernel's arguments at once)."""
-        index_name, index_np = _index_t(job.n)
-        _, algo = self._prepare(queue.device, codec, value_t, index_name, index_np, job.n,
-                                job.value_bytes)
-        alloc = self._allocator(queue, allocator)
+        algo = self.planner.prepare(queue.device, codec, job.value_bytes, job.n)
+        alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
         with self._lock:
             return algo.enqueue(queue, job, alloc, wait)
-
-    def _allocator(self, queue, allocator, what="temporary memory", pooled=True):
-        """allocate(nbytes): from ``allocator``, else the Sorter's, else (for temporaries, that is
-        ``pooled``) the queue's memory pool, else immediately on the queue; a failure (an OpenCL
-        error or MemoryError) is a MemoryError naming the bytes asked for."""
-        chosen = allocator or self.allocator
-        box = []   # the allocator, found at the first request (a one-launch sort makes none)
-
-        def allocate(nbytes):
-            if not box:
-                alloc = chosen
-                if alloc is None and pooled:
-                    with self._lock:
-                        alloc = self._pools.allocator(queue)
-                box.append(alloc if alloc is not None else cl_tools.ImmediateAllocator(queue))
-            try:
-                return box[0](max(int(nbytes), 1))
-            except (cl.Error, MemoryError) as exc:
-                raise MemoryError(f"allocating {int(nbytes)} bytes of {what} on "
-                                  f"{queue.device.name.strip()} failed: {exc}") from exc
-        return allocate
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""
@@ -375,8 +234,12 @@ def _events(wait_for):
     return [e for e in wait_for if e is not None]
 
 
-def _round_up(x, m):
-    return -(-x // m) * m
+def _value_bytes(value_dtype):
+    """Bytes of a value (0: keys only); TypeError for an unsupported width."""
+    if value_dtype is None:
+        return 0
+    value_cl_type(value_dtype)
+    return np.dtype(value_dtype).itemsize
 
 
 def _bit_range(codec, begin_bit, end_bit):

@@ -89,8 +89,8 @@ def test_float64_sorts_on_a_device_without_fp64(ctx, queue, rng):
     dev = ctx.devices[0]
     sorter = clradix.Sorter(ctx)
     prof = DeviceProfile.from_device(dev)
-    sorter._profiles[dev.int_ptr] = replace(
-        prof, extensions=prof.extensions - {"cl_khr_fp64", "cl_khr_fp16"})
+    sorter.planner.profiles.replace(dev, replace(
+        prof, extensions=prof.extensions - {"cl_khr_fp64", "cl_khr_fp16"}))
     for n in (1000, 3 * sorter.plan(dev, np.float64, 10 ** 5).tile + 7):
         for dtype in (np.float64, np.float16):
             keys = float_specials(rng, dtype, n)
@@ -104,7 +104,7 @@ def _refused(ctx, queue, rng, fake, dtype, n, match):
     pattern of ``match``, and the keys and values unchanged."""
     dev = ctx.devices[0]
     sorter = clradix.Sorter(ctx)
-    sorter._profiles[dev.int_ptr] = fake
+    sorter.planner.profiles.replace(dev, fake)
     keys = uniform(rng, dtype, n)
     vals = np.arange(n, dtype=np.uint32)
     d_keys = cl_array.to_device(queue, keys)
@@ -119,7 +119,7 @@ def _refused(ctx, queue, rng, fake, dtype, n, match):
     queue.finish()
     np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))
     np.testing.assert_array_equal(d_vals.get(), vals)
-    assert not sorter._kernels  # nothing was built
+    assert not sorter.planner.drivers  # nothing was built
     return str(info.value)
 
 

@@ -44,7 +44,7 @@ import pytest
 
 import clradix
 from clradix import onesweep
-from clradix import sorter as sorter_mod
+from clradix import sizes
 from clradix.device import DeviceProfile
 from clradix.policy import RANKINGS, ranking_backends
 
@@ -275,7 +275,7 @@ def test_bit_ranges_and_no_bits(g, rng, algorithm):
 @pytest.mark.parametrize("algorithm", ["reduce_then_scan", "onesweep"])
 def test_64bit_offsets(g, rng, algorithm, monkeypatch):
     """The kernels with 64-bit indices and offsets (used from 2**31 keys on)."""
-    monkeypatch.setattr(sorter_mod, "INDEX32_LIMIT", 0)
+    monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
     sorter = clradix.Sorter(g.context, radix_bits=8, allocator=g.alloc, **POLICIES[algorithm])
     for mode in MODES:
         check_sort(g, sorter, float_specials(rng, np.float32, SIZES[algorithm]), mode, rng=rng)

@@ -146,7 +146,7 @@ def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
     sorter = clradix.Sorter(ctx)
     fake = replace(prof, extensions=prof.extensions | {"cl_intel_required_subgroup_size",
                                                        "cl_khr_subgroup_ballot"})
-    sorter._profiles[dev.int_ptr] = fake
+    sorter.planner.profiles.replace(dev, fake)
     n = (1 << 18) + 3   # the planner picks onesweep on subgroup CPU runtimes from 2^18 keys
     picked = sorter.plan(dev, np.uint32, n)
     if prof.is_gpu and picked.ranking != "khr":
@@ -155,5 +155,5 @@ def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
     keys = uniform(rng, np.uint32, n)
     with pytest.warns(RuntimeWarning, match="cannot compile the 'khr' subgroup ranking"):
         run(queue, sorter, keys)
-    assert "khr" not in ranking_backends(sorter._profiles[dev.int_ptr])
+    assert "khr" not in ranking_backends(sorter.planner.profiles.get(dev))
     run(queue, sorter, keys)  # no second warning needed: the profile remembers

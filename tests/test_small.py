@@ -83,7 +83,7 @@ def test_planner_uses_one_launch_for_small_n(ctx, queue, rng):
     queue.finish()
     algo_calls = []
     evt = sorter.sort(queue, d)
-    for algo in sorter._kernels.values():
+    for algo in sorter.planner.drivers.values():
         algo_calls.append(type(algo).__name__)
     evt.wait()
     assert algo_calls == ["SingleWorkGroup"]

@@ -6,7 +6,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import sorter as sort_mod
+from clradix import sizes as sizes_mod
 from clradix.keys import KEY_DTYPES
 
 from conftest import poison
@@ -237,7 +237,7 @@ def test_wait_for_and_event(queue, sorters, rng):
 
 def test_index64_kernels(queue, ctx, rng, monkeypatch):
     """The 64-bit index/offset kernels (used from 2**31 keys on) sort correctly at small n."""
-    monkeypatch.setattr(sort_mod, "INDEX32_LIMIT", 0)
+    monkeypatch.setattr(sizes_mod, "INDEX32_LIMIT", 0)
     sorter = clradix.Sorter(ctx, radix_bits=8, wg_size=WG, items_per_thread=IPT)
     for dtype in (np.uint32, np.float64):
         keys = float_specials(rng, dtype, 9 * TILE + 11)

@@ -10,7 +10,7 @@ import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 import clradix
-import clradix.selector as selector_mod
+import clradix.sizes as sizes
 from clradix.keys import KEY_DTYPES
 
 import data
@@ -128,7 +128,7 @@ def test_global_sort_route(ctx, queue, rng, rows):
 
 def test_64bit_positions(ctx, queue, rng, monkeypatch):
     """The kernels with 64-bit positions and counters, forced at a small size."""
-    monkeypatch.setattr(selector_mod, "INDEX32_LIMIT", 16)
+    monkeypatch.setattr(sizes, "INDEX32_LIMIT", 16)
     sel = clradix.Selector(ctx)
     x = rng.integers(0, 100, (2, 3000)).astype(np.uint16)
     for k in (1, 50, 3000):
@@ -445,7 +445,6 @@ def test_axis_is_the_last_one_as_an_int(queue):
 @pytest.mark.parametrize("options,error,match", [
     (dict(wg_size=128), ValueError, "wg_size must be a power of two >= 256"),
     (dict(wg_size=384), ValueError, "wg_size must be a power of two >= 256"),
-    (dict(wg_size=None), ValueError, "wg_size must be a power of two >= 256"),
     (dict(wg_size=256.0), TypeError, "wg_size must be an integer"),
     (dict(wg_size=True), TypeError, "wg_size must be an integer"),
     (dict(wg_size=1 << 20), ValueError, "exceeds the largest work-group"),
@@ -484,3 +483,17 @@ def test_constructor_options_that_work(ctx, queue, rng):
         for k in (3, 600):
             values, indices = run(queue, x, k, False, True, selector=sel)
             check(x, k, values, indices, False, True)
+
+
+def test_none_options_are_the_planners(ctx):
+    """None (the default of every option) means the planner decides; what it decides is what a
+    default Selector plans."""
+    dev = ctx.devices[0]
+    codec = clradix.key_codec(np.float32)
+    planned = clradix.Selector(ctx, wg_size=None, items_per_thread=None, groups_per_cu=None,
+                               sort_size=None).planner.plan(dev, codec, 2, 10 ** 5, 10, True)
+    assert planned == clradix.Selector(ctx).planner.plan(dev, codec, 2, 10 ** 5, 10, True)
+    assert planned.wg >= 256 and planned.wg & (planned.wg - 1) == 0
+    forced = clradix.Selector(ctx, items_per_thread=4).planner.plan(dev, codec, 2, 10 ** 5, 10,
+                                                                    True)
+    assert forced.ipt == 4 and forced.wg == planned.wg

@@ -11,7 +11,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import digit_passes as passes
+from clradix import driver as passes
 from clradix.policy import PolicyError
 
 from data import float_specials
@@ -66,7 +66,7 @@ def test_planned_wg_shrinks_and_warns_once(ctx, queue, rng, monkeypatch, n):
     cap = 1 << (limit.bit_length() - 1)
     after = sorter.plan(dev, np.float32, n, np.uint32)
     assert after.wg_size <= cap
-    assert all(p.wg_size <= cap for (_, p, *_) in sorter._kernels)
+    assert all(p.wg_size <= cap for (_, p, *_) in sorter.planner.drivers)
     assert queried  # the limit was asked of the built kernels
     # the cap is remembered: more sorts of this configuration warn no more
     with warnings.catch_warnings():

@@ -1,0 +1,36 @@
+"""The index-width rule and launch sizes: which integer type the kernels count and address with,
+which index type a caller gets back, and rounding of global sizes. Written once for every
+operation."""
+
+import numpy as np
+
+# Kernels count and address keys with 32-bit integers below this many keys (per sort, per top-k
+# row), with 64-bit ones from it on (a module constant so that tests can force the 64-bit kernels
+# at small sizes).
+INDEX32_LIMIT = 2 ** 31
+
+
+def index_type(n):
+    """(OpenCL C type name, numpy type) of the kernels' counts and positions for ``n`` keys."""
+    return ("uint", np.uint32) if n < INDEX32_LIMIT else ("ulong", np.uint64)
+
+
+def index_bytes(n):
+    """Bytes of one of the kernels' counts or positions for ``n`` keys."""
+    return np.dtype(index_type(n)[1]).itemsize
+
+
+def output_index_dtype(n):
+    """The dtype of indices handed to the caller for ``n`` keys: uint32 while every position
+    fits, uint64 from 2**32 keys on."""
+    return np.dtype(np.uint32 if n < 2 ** 32 else np.uint64)
+
+
+def cl_index_name(dtype):
+    """The OpenCL C name of an index dtype (uint32 or uint64)."""
+    return {4: "uint", 8: "ulong"}[np.dtype(dtype).itemsize]
+
+
+def round_up(x, m):
+    """The smallest multiple of ``m`` that is at least ``x``."""
+    return -(-x // m) * m

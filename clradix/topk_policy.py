@@ -1,0 +1,152 @@
+"""Top-k policies (plain frozen values), their built-in defaults, and the top-k planner.
+
+A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/topk.cl.mako): the
+work-group size and items per work-item of the selection passes, the work-groups per compute unit
+that share a row, and the largest k sorted in local memory. :func:`plan_topk` is a pure function
+of (device profile, key codec, rows, row length, k, sorted, overrides) returning a
+:class:`TopkPlan`: the policy plus everything a call derives from it (route, index types, grid,
+candidate capacity). Overrides follow the sort planner's rule: None means the planner decides.
+"""
+
+import numbers
+from dataclasses import dataclass, replace
+import numpy as np
+
+from .device import DeviceProfile
+from .policy import PolicyError, pow2_floor
+from .sizes import index_type, output_index_dtype
+
+DIGIT_BITS = 8
+RADIX = 1 << DIGIT_BITS
+# A tile's taken and candidate counts share one 32-bit word in the pass kernels' scan.
+TILE_LIMIT = 1 << 16
+# The local-memory sort's largest size (topk_sort_rows).
+MAX_SORT_SIZE = 2048
+
+
+@dataclass(frozen=True)
+class TopkPolicy:
+    wg_size: int = 256            # work-items per group of the selection passes (>= RADIX)
+    items_per_thread: int = 8     # keys each work-item loads per tile (a power of two >= 2)
+    groups_per_cu: int = 32       # work-groups per compute unit that share the rows
+    sort_size: int = MAX_SORT_SIZE  # largest k sorted in local memory (lowered to what fits)
+
+    @property
+    def tile(self):
+        return self.wg_size * self.items_per_thread
+
+
+# Built-in defaults, by device type. Each entry says where it came from.
+_DEFAULTS = {
+    # H200, float32 / uint32 2^28, k = 1000 (gpu top-k benchmark, --variants): 8 items per
+    # work-item and 32 groups per CU 1.73 / 1.35 ms; 4x32 1.83 / 1.46; 4x8 2.08 / 1.67; an earlier
+    # kernel: 16x8 2.39 / 1.87, 32x8 4.1 / 3.5 (more registers, fewer loads in flight).
+    "gpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=32),
+    # CPUs: two work-groups per core keep every core busy without splitting rows finely.
+    "cpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=2),
+}
+
+
+@dataclass(frozen=True)
+class TopkPlan:
+    """How one top-k call runs: the policy and what follows from it for these rows."""
+
+    policy: TopkPolicy
+    profile: DeviceProfile
+    route: str            # "direct" (unsorted, or k = 1), "local" (sorted in local memory),
+    #                       "global" (sorted by the radix sort)
+    index_name: str       # the kernels' counts and positions within a row
+    index_np: type
+    idx_np: type          # the indices handed back (row positions)
+    out_index_np: type    # positions in the selection's output (batch-wide on the global route)
+    sort_size: int        # the local sort's size (0 unless route == "local")
+    pos_bits: int         # bits of a position, rounded up to whole digits
+    digits: int           # digit passes over (key, position)
+    groups: int           # work-groups per row
+    cap: int              # candidates kept per row between passes
+
+    @property
+    def wg(self):
+        return self.policy.wg_size
+
+    @property
+    def ipt(self):
+        return self.policy.items_per_thread
+
+    @property
+    def index_bytes(self):
+        return np.dtype(self.index_np).itemsize
+
+
+def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
+                    max_wg_size=None):
+    """TypeError or ValueError naming the option unless each is None (the planner decides) or a
+    value the radix select can run with (wg_size at most ``max_wg_size`` when given)."""
+    for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
+                    ("groups_per_cu", groups_per_cu), ("sort_size", sort_size)):
+        if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool)):
+            raise TypeError(f"{name} must be an integer or None (the planner decides), got "
+                            f"{type(v).__name__}")
+    if wg_size is not None and (wg_size < RADIX or wg_size & (wg_size - 1)):
+        raise ValueError(f"wg_size must be a power of two >= {RADIX} (a work-item per digit of "
+                         f"the {DIGIT_BITS}-bit histogram), got {wg_size}")
+    if wg_size is not None and max_wg_size is not None and wg_size > max_wg_size:
+        raise ValueError(f"wg_size={wg_size} exceeds the largest work-group of the device "
+                         f"({max_wg_size})")
+    if items_per_thread is not None and (items_per_thread < 2
+                                         or items_per_thread & (items_per_thread - 1)):
+        raise ValueError(f"items_per_thread must be a power of two >= 2 (runs of 2 to 16 keys "
+                         f"are loaded as one vector), got {items_per_thread}")
+    wg = wg_size or _DEFAULTS["gpu"].wg_size
+    ipt = items_per_thread or _DEFAULTS["gpu"].items_per_thread
+    if wg * ipt >= TILE_LIMIT:
+        default = "" if items_per_thread else f" (items_per_thread defaults to {ipt})"
+        raise ValueError(f"wg_size x items_per_thread = {wg} x {ipt} must be below "
+                         f"{TILE_LIMIT} (a tile's counts are packed in 16 bits){default}")
+    if groups_per_cu is not None and groups_per_cu < 1:
+        raise ValueError(f"groups_per_cu must be a positive integer, got {groups_per_cu}")
+    if sort_size is not None and (sort_size < 1 or sort_size & (sort_size - 1)
+                                  or sort_size > MAX_SORT_SIZE):
+        raise ValueError(f"sort_size must be a power of two from 1 to {MAX_SORT_SIZE} (the "
+                         f"local-memory sort's largest k), got {sort_size}")
+
+
+def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
+    """The TopkPlan of the k largest or smallest of ``rows`` rows of ``row_len`` keys of
+    ``codec``; ``overrides`` (TopkPolicy fields) replace the planner's choice when not None."""
+    fields = {name: v for name, v in overrides.items() if v is not None}
+    policy = replace(_DEFAULTS["gpu" if profile.is_gpu else "cpu"], **fields)
+    if "wg_size" not in fields and policy.wg_size > profile.max_wg_size:
+        policy = replace(policy, wg_size=max(RADIX, pow2_floor(profile.max_wg_size)))
+    if policy.wg_size > profile.max_wg_size:
+        raise PolicyError(f"top-k needs work-groups of at least {RADIX} work-items (one per digit); "
+                          f"{profile.describe()} runs at most {profile.max_wg_size}")
+    sort_size = min(policy.sort_size, _local_sort_size(profile, codec.itemsize))
+    idx_np = output_index_dtype(row_len).type
+    if not sorted or k == 1:
+        route, out_np = "direct", idx_np
+    elif k <= sort_size:
+        route, out_np = "local", idx_np
+    else:
+        route, out_np = "global", output_index_dtype(rows * row_len).type
+    index_name, index_np = index_type(row_len)
+    pos_bits = DIGIT_BITS * -(-max(row_len - 1, 0).bit_length() // DIGIT_BITS)
+    target = profile.compute_units * policy.groups_per_cu
+    groups = max(1, min(-(-target // rows), -(-row_len // policy.tile)))
+    return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
+                    index_np=index_np, idx_np=idx_np, out_index_np=out_np,
+                    sort_size=sort_size if route == "local" else 0, pos_bits=pos_bits,
+                    digits=codec.bits // DIGIT_BITS + pos_bits // DIGIT_BITS, groups=groups,
+                    cap=min(row_len, max(row_len // 32, 1024)))
+
+
+def _local_sort_size(profile, key_bytes):
+    """The largest power of two of (key, order key, position) triples that fit the local memory
+    (at most MAX_SORT_SIZE): the largest k sorted in one work-group."""
+    per = 2 * key_bytes + 8
+    budget = min(profile.local_mem_bytes - 1024, 32 * 1024)
+    s = 1
+    while s * 2 * per <= budget and s * 2 <= MAX_SORT_SIZE:
+        s *= 2
+    return s
+
