@@ -184,18 +184,8 @@ class Selector:
                         f"got {type(keys).__name__}")
 
     def _check_out(self, out, what, dtype, shape):
-        if out is None:
-            return
-        if not isinstance(out, cl_array.Array):
-            raise TypeError(f"{what}: expected a pyopencl.array.Array, got {type(out).__name__}")
-        if out.dtype != dtype:
-            raise TypeError(f"{what}: expected dtype {dtype}, got {out.dtype}")
-        if out.size != int(np.prod(shape)) or not (out.flags.c_contiguous or out.size <= 1):
-            raise ValueError(f"{what}: expected a contiguous array of shape {shape}, got shape "
-                             f"{out.shape}")
-        check_context(self.context, out.context, what)
-
-    def _check_out(self, out, what, dtype, shape):
+        """TypeError / ValueError unless ``out`` (if given) is a contiguous Array of ``dtype`` and
+        ``shape`` on this context."""
         if out is None:
             return
         if not isinstance(out, cl_array.Array):
