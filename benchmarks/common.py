@@ -26,8 +26,9 @@ def add_common_options(ap, repeat):
     """--device, --repeat (unless ``repeat`` is None), --quick, --json, --compare."""
     ap.add_argument("--device", action="append",
                     help="OpenCL device: its index in `python -m clradix info` or a substring of "
-                         "'platform name' (PoCL, NVIDIA, Intel, ...; repeatable; commands of one device take the first "
-                         "match; default: every usable device for matrix, else the first GPU)")
+                         "'platform name' (PoCL, NVIDIA, Intel, ...; repeatable; commands of one "
+                         "device take the first match; default: every usable device for "
+                         "matrix, else the first GPU)")
     if repeat is not None:
         ap.add_argument("--repeat", type=int, default=repeat,
                         help=f"timed runs per case after a warm-up; the median is reported "
@@ -143,7 +144,9 @@ class Run:
     def fail(self, case, message):
         """A failure of ``case``: printed now, listed again at the end, exit status 1."""
         self.failures.append(f"{case}: {message}")
-        print(f"FAILED {case}: {message}", file=sys.stderr, flush=True)
+        # (on a line of its own: the matrix draws a progress bar on stderr)
+        print(f"{'' if self.echo else chr(10)}FAILED {case}: {message}", file=sys.stderr,
+              flush=True)
 
     @staticmethod
     def attempt(fn):
@@ -186,7 +189,7 @@ class Run:
         if self.echo:
             times = "".join(f" {k} {row[k]:9.3f} ms" for k in ("device_ms", "wall_ms")
                             if row[k] is not None)
-            self.log(f"{where['device'][:28]:28s} {impl[:28]:28s} {case[:30]:30s} "
+            self.log(f"{where['device'][:24]:24s} {impl[:20]:20s} {case[:40]:40s} "
                      f"{row['dtype']:8s} {report.size_label(n):>8s}{times} "
                      f"{'ok' if row['ok'] else 'FAILED'}  {extra.get('note', '')}")
         self.save()

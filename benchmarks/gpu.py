@@ -273,6 +273,8 @@ def main(args):
         args.variants = args.variants or "256x16"
     out = common.Run("gpu", args)
     g = GpuRun(args, out)
+    if args.ptxinfo and not g.prof.is_nvidia:
+        raise SystemExit(f"--ptxinfo needs NVIDIA's OpenCL (ptxas), not {g.prof.describe()}")
     for case, fn in steps(g, args):
         with out.guard(case):
             fn()

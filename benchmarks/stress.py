@@ -161,5 +161,5 @@ def main(args):
         out.echo = False  # the summary line above says it
         out.record(where, "clradix", "stress runs", None, N,
                    timing.Timing(wall_ms=[r[2] * 1e3 for r in results]),
-                   ok=counts["ok"] == len(results), **counts)
+                   ok=counts["ok"] == len(results), runs=counts)
     return out.finish()

@@ -104,8 +104,9 @@ def torch_correct(x, k, want, values):
 
 
 def trace(out, q, sel, a, k, sorted_):
-    sel.trace = []
-    t = timing.time_opencl(q, lambda: (sel.topk(q, a, k, sorted=sorted_)[2], None), 0)
+    """One timed run (after a warm-up), with its kernels' device times."""
+    t = timing.time_opencl(q, lambda: (sel.topk(q, a, k, sorted=sorted_)[2], None), 1,
+                           prep=lambda: setattr(sel, "trace", []))
     parts = [(nm, (e.profile.end - e.profile.start) * 1e-6) for nm, e in sel.trace]
     sel.trace = None
     out.log(f"    wall {t.wall_ms[0]:.3f} ms, device {t.device_ms[0]:.3f} ms; "
