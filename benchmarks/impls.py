@@ -1,20 +1,20 @@
-"""The implementations the benchmark matrix times, one small class each.
+"""The implementations the matrix and the gpu command time, one small class each, and numpy's
+answers they are checked against.
 
-Every implementation answers ``supports(op, dtype)`` and ``run(op, keys, repeat)`` -> (device ms
-samples or None, wall ms samples), after one warm-up run, and raises AssertionError when an output
-differs from numpy's. Operations: "sort" (keys only), "sort_kv" (keys + uint32 values = index),
-"argsort", "topk" (the TOPK_K largest keys and their positions, sorted; clradix must match
-numpy's positions exactly, ties by position; peers are checked on the values, their tie order
-being their own).
+Every implementation answers ``supports(op, dtype)`` and ``run(op, keys, repeat, want)`` ->
+(timing.Timing, whether the last timed run's output equals ``want``). Operations: "sort" (keys
+only), "sort_kv" (keys + uint32 values = index), "argsort", "topk" (the TOPK_K largest keys and
+their positions, sorted; clradix must match numpy's positions exactly, ties by position; peers
+are checked on the values, their tie order being their own).
 """
-
-import time
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
+
+from . import timing
 
 OPS = ("sort", "sort_kv", "argsort", "topk")
 TOPK_K = 1000
@@ -24,14 +24,27 @@ def topk_k(n):
     return min(TOPK_K, n)
 
 
-def reference(op, keys):
-    """numpy's answer: sorted keys, (sorted keys, permuted values), indices or (top-k values,
+def stable_order(keys, descending=False, cupy=False):
+    """The stable sort order of ``keys`` by clradix's key order (NaN last, -0.0 before 0.0):
+    numpy's, or with ``cupy`` CuPy's (CUB radix sort, stable) of the same order keys, which takes
+    a second where numpy takes half a minute (2^28 keys)."""
+    okey = clradix.key_codec(keys.dtype).order_key(keys)
+    if descending:
+        okey = ~okey
+    if cupy:
+        import cupy as cp
+        return cp.argsort(cp.asarray(okey), kind="stable").get()
+    return np.argsort(okey, kind="stable")
+
+
+def reference(op, keys, cupy=False):
+    """The answer: sorted keys, (sorted keys, permuted values), indices or (top-k values,
     positions)."""
     if op == "topk":
-        from .gpu_topk import reference as topk_reference
+        from .topk import reference as topk_reference
         pos = topk_reference(keys, topk_k(keys.size))[0]
         return keys[pos], pos.astype(np.uint32)
-    order = np.argsort(keys, kind="stable")
+    order = stable_order(keys, cupy=cupy)
     if op == "sort":
         return (keys[order],)
     if op == "sort_kv":
@@ -39,7 +52,8 @@ def reference(op, keys):
     return (order,)
 
 
-def _same(got, want):
+def same(got, want):
+    """Equal outputs: integers by value, everything else bit for bit."""
     for g, w in zip(got, want):
         g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
         if g.dtype != w.dtype and g.dtype.kind in "iu" and w.dtype.kind in "iu":
@@ -50,11 +64,10 @@ def _same(got, want):
     return True
 
 
-def _check(name, op, keys, got, want):
+def _check(name, op, got, want):
     if op == "topk" and not name.startswith("clradix"):
         got, want = got[:1], want[:1]   # a peer's tie order is its own: compare the values
-    if not _same(got, want):
-        raise AssertionError(f"{name} {op} output differs from numpy ({keys.dtype}, n={keys.size})")
+    return same(got, want)
 
 
 class ClradixImpl:
@@ -78,36 +91,26 @@ class ClradixImpl:
         work = cl_array.empty_like(src)
         idx0 = cl_array.to_device(q, np.arange(keys.size, dtype=np.uint32))
         vals = cl_array.empty_like(idx0) if op == "sort_kv" else None
-        dev, wall = [], []
-        for rep in range(repeat + 1):
-            if op != "argsort":
-                cl.enqueue_copy(q, work.data, src.data)
+
+        def prep():  # the in-place sorts start from the unsorted keys (and values) each run
+            cl.enqueue_copy(q, work.data, src.data)
             if vals is not None:
                 cl.enqueue_copy(q, vals.data, idx0.data)
-            m0 = cl.enqueue_marker(q)
-            m0.wait()
-            t0 = time.perf_counter()
+
+        def call():
             if op == "topk":
-                tv, ti, evt = self.selector.topk(q, src, topk_k(keys.size))
-            elif op == "argsort":
+                v, i, evt = self.selector.topk(q, src, topk_k(keys.size))
+                return evt, (v, i)
+            if op == "argsort":
                 out, evt = self.sorter.argsort(q, src)
-            else:
-                evt = self.sorter.sort(q, work, values=vals)
-            evt.wait()
-            t1 = time.perf_counter()
-            if op == "topk":
-                got = (tv.get(), ti.get())
-            elif op == "argsort":
-                got = (out.get(),)
-            else:
-                got = (work.get(),) if vals is None else (work.get(), vals.get())
-            _check(self.name, op, keys, got, want)
-            if rep:
-                dev.append((evt.profile.end - m0.profile.end) * 1e-6)
-                wall.append((t1 - t0) * 1e3)
+                return evt, (out,)
+            return self.sorter.sort(q, work, values=vals), (work,) if vals is None else (work, vals)
+        t = timing.time_opencl(q, call, repeat, prep if op in ("sort", "sort_kv") else None)
+        ok = _check(self.name, op, tuple(a.get() for a in t.out), want)
+        t.out = None
         # the next cell (another size or dtype) starts without this one's pooled temporaries
         self.selector.free_memory()
-        return dev, wall
+        return t, ok
 
 
 class PyopenclRadixSort:
@@ -145,23 +148,19 @@ class PyopenclRadixSort:
         rs = self._sorter(keys.dtype, kv)
         src = cl_array.to_device(q, keys)
         idx = cl_array.to_device(q, np.arange(keys.size, dtype=np.uint32))
-        dev, wall = [], []
-        for rep in range(repeat + 1):
-            m0 = cl.enqueue_marker(q)
-            m0.wait()
-            t0 = time.perf_counter()
+
+        def call():
             outs, evt = rs(*([src, idx] if kv else [src]), key_bits=keys.dtype.itemsize * 8)
-            evt.wait()
-            t1 = time.perf_counter()
-            _check(self.name, op, keys, tuple(o.get() for o in outs), want)
-            if rep:
-                dev.append((evt.profile.end - m0.profile.end) * 1e-6)
-                wall.append((t1 - t0) * 1e3)
-        return dev, wall
+            return evt, outs
+        t = timing.time_opencl(q, call, repeat)
+        ok = _check(self.name, op, tuple(o.get() for o in t.out), want)
+        t.out = None
+        return t, ok
 
 
 class NumpyImpl:
-    """numpy on the host (stable sort / argsort; kv = argsort + two gathers). Wall time only."""
+    """numpy on the host (stable sort / argsort; kv = argsort + two gathers). Wall time only,
+    half the repeats (at least one)."""
 
     name = "numpy (host)"
 
@@ -169,58 +168,31 @@ class NumpyImpl:
         return True
 
     def run(self, op, keys, repeat, want):
-        wall = []
-        for rep in range(max(repeat // 2, 1) + 1):
-            t0 = time.perf_counter()
+        def call():
             if op == "topk":   # argpartition, then the k sorted (largest first)
                 k = topk_k(keys.size)
                 part = np.argpartition(keys, keys.size - k)[keys.size - k:]
                 pos = part[np.argsort(keys[part], kind="stable")[::-1]]
-                got = (keys[pos], pos.astype(np.uint32))
-            elif op == "sort":
-                got = (np.sort(keys, kind="stable"),)
-            else:
-                order = np.argsort(keys, kind="stable")
-                got = (keys[order], order.astype(np.uint32)) if op == "sort_kv" else (order,)
-            t1 = time.perf_counter()
-            if rep:
-                wall.append((t1 - t0) * 1e3)
-        _check(self.name, op, keys, got, want)
-        return None, wall
-
-
-def _cuda_time(fn, repeat, prep):
-    import cupy as cp
-    dev, wall = [], []
-    out = None
-    for rep in range(repeat + 1):
-        prep()
-        cp.cuda.Stream.null.synchronize()
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        t0 = time.perf_counter()
-        s.record()
-        out = fn()
-        e.record()
-        e.synchronize()
-        t1 = time.perf_counter()
-        if rep:
-            dev.append(cp.cuda.get_elapsed_time(s, e))
-            wall.append((t1 - t0) * 1e3)
-    return out, dev, wall
+                return keys[pos], pos.astype(np.uint32)
+            if op == "sort":
+                return (np.sort(keys, kind="stable"),)
+            order = np.argsort(keys, kind="stable")
+            return (keys[order], order.astype(np.uint32)) if op == "sort_kv" else (order,)
+        t = timing.time_host(call, max(repeat // 2, 1))
+        return t, _check(self.name, op, t.out, want)
 
 
 class CupyImpl:
     """CuPy (CUB radix sort): ndarray.sort in place, argsort, argsort + gather for kv."""
 
-    name = "cupy (CUB)"
+    name, library = "cupy (CUB)", "cupy"
 
-    def device_name(self):
+    def device_fields(self):
         import cupy as cp
-        return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-
-    def driver(self):
-        import cupy as cp
-        return f"CUDA driver {cp.cuda.runtime.driverGetVersion()}, cupy {cp.__version__}"
+        return dict(device="CUDA",
+                    device_full=cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+                    driver=f"CUDA driver {cp.cuda.runtime.driverGetVersion()}, "
+                           f"cupy {cp.__version__}")
 
     def supports(self, op, dtype):
         return op != "topk"   # CuPy has no top-k
@@ -233,78 +205,76 @@ class CupyImpl:
         def prep():
             y[...] = x
 
-        def fn():
+        def call():
             if op == "sort":
                 y.sort()
                 return (y,)
-            order = cp.argsort(y)
+            order = cp.argsort(y, kind="stable")
             return (y[order], order.astype(cp.uint32)) if op == "sort_kv" else (order,)
-        out, dev, wall = _cuda_time(fn, repeat, prep)
-        _check(self.name, op, keys, tuple(o.get() for o in out), want)
-        return dev, wall
+        t = timing.time_cuda("cupy", call, repeat, prep)
+        ok = _check(self.name, op, tuple(o.get() for o in t.out), want)
+        t.out = x = y = None
+        cp.get_default_memory_pool().free_all_blocks()
+        return t, ok
 
 
 class TorchImpl:
-    """torch.sort (stable; it always returns indices too) and torch.argsort(stable=True)."""
+    """torch.sort (stable; it always returns indices too), torch.argsort(stable=True) and
+    torch.topk."""
 
-    name = "torch"
-    _VIEW = {"uint32": np.int32, "uint64": np.int64, "uint16": np.int16}
+    name, library = "torch", "torch"
+    _UNSIGNED = ("uint16", "uint32", "uint64")
 
-    def device_name(self):
+    def device_fields(self):
         import torch
-        return torch.cuda.get_device_name(0)
-
-    def driver(self):
-        import torch
-        return f"torch {torch.__version__}"
+        return dict(device="CUDA", device_full=torch.cuda.get_device_name(0),
+                    driver=f"torch {torch.__version__}, CUDA {torch.version.cuda}")
 
     def supports(self, op, dtype):
-        # torch has no unsigned 32/64-bit sort: unsigned keys are skipped
-        return str(np.dtype(dtype)) not in self._VIEW
+        # torch has no unsigned 16/32/64-bit sort: unsigned keys are skipped
+        return str(np.dtype(dtype)) not in self._UNSIGNED
 
     def run(self, op, keys, repeat, want):
         import torch
-        t = torch.as_tensor(keys, device="cuda")
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        dev, wall = [], []
-        for rep in range(repeat + 1):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            s.record()
+        x = torch.as_tensor(keys, device="cuda")
+
+        def call():
             if op == "topk":
-                v, i = torch.topk(t, topk_k(keys.size))
-                out = (v, i.to(torch.int32))
-            elif op == "argsort":
-                out = (torch.argsort(t, stable=True),)
-            else:
-                v, i = torch.sort(t, stable=True)
-                out = (v,) if op == "sort" else (v, i.to(torch.int32))
-            e.record()
-            torch.cuda.synchronize()
-            t1 = time.perf_counter()
-            if rep:
-                dev.append(s.elapsed_time(e))
-                wall.append((t1 - t0) * 1e3)
-        got = tuple(o.cpu().numpy() for o in out)
+                v, i = torch.topk(x, topk_k(keys.size))
+                return v, i.to(torch.int32)
+            if op == "argsort":
+                return (torch.argsort(x, stable=True),)
+            v, i = torch.sort(x, stable=True)
+            return (v,) if op == "sort" else (v, i.to(torch.int32))
+        t = timing.time_cuda("torch", call, repeat)
+        got = tuple(o.cpu().numpy() for o in t.out)
         if op in ("sort_kv", "topk"):
             got = (got[0], got[1].astype(np.uint32))
-        _check(self.name, op, keys, got, want)
-        return dev, wall
+        t.out = x = None
+        torch.cuda.empty_cache()
+        return t, _check(self.name, op, got, want)
 
 
-def gpu_peers():
-    """CuPy and torch when importable with a CUDA device, else []."""
-    out = []
+def cuda_peers():
+    """(CuPy and torch where importable with a CUDA device, a line for each that is not)."""
+    peers, absent = [], []
     try:
         import cupy
-        cupy.cuda.runtime.getDeviceCount()
-        out.append(CupyImpl())
-    except Exception:
-        pass
+    except ImportError as exc:
+        absent.append(f"cupy: not importable ({exc})")
+    else:
+        try:
+            cupy.cuda.runtime.getDeviceCount()
+            peers.append(CupyImpl())
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            absent.append(f"cupy: no CUDA device ({exc})")
     try:
         import torch
+    except ImportError as exc:
+        absent.append(f"torch: not importable ({exc})")
+    else:
         if torch.cuda.is_available():
-            out.append(TorchImpl())
-    except Exception:
-        pass
-    return out
+            peers.append(TorchImpl())
+        else:
+            absent.append("torch: no CUDA device (torch.cuda.is_available() is False)")
+    return peers, absent

@@ -1,16 +1,38 @@
-"""Reports of a benchmark run: Markdown tables, PNG plots, comparison with an earlier run."""
+"""Reports of a benchmark run: reading a --json file, the comparison with an earlier run, the
+matrix's Markdown tables and PNG plots."""
 
+import json
 import os
 from collections import defaultdict
 
 
+def load(path):
+    """The rows of a --json file (a list of rows in files written before 2026-11-24)."""
+    with open(path) as f:
+        data = json.load(f)
+    return data["rows"] if isinstance(data, dict) else data
+
+
+def _failed(row):
+    return row.get("error") or not row.get("ok", True)
+
+
+def _which(row):
+    """The time a case is judged by: device time where measured, else (host code) wall time."""
+    return "device_ms" if row.get("device_ms") is not None else "wall_ms"
+
+
 def _ms(row):
-    """The time a cell is judged by: device time where measured, else wall time."""
-    return row["device_ms"] if row.get("device_ms") is not None else row.get("wall_ms")
+    return row[_which(row)]
 
 
 def _log2(n):
     return n.bit_length() - 1
+
+
+def size_label(n):
+    """2^k for powers of two, else the number."""
+    return f"2^{_log2(n)}" if n > 0 and n & (n - 1) == 0 else str(n)
 
 
 def markdown(rows):
@@ -41,7 +63,7 @@ def markdown(rows):
                 r = cell.get((d, i, n))
                 if r is None:
                     vals.append("-")
-                elif r.get("error"):
+                elif _failed(r):
                     vals.append("err")
                 else:
                     vals.append(f"{n / _ms(r) / 1e3:.1f}")
@@ -50,19 +72,26 @@ def markdown(rows):
     return "\n".join(out)
 
 
+def _key(r):
+    return (r.get("command", "matrix"), r["device"], r["impl"], r.get("case", r.get("op")),
+            r["dtype"], r["n"])
+
+
 def compare(old_rows, new_rows):
-    """Speed-up (old time / new time) of every cell present in both runs."""
-    old = {(r["device"], r["impl"], r["op"], r["dtype"], r["n"]): r for r in old_rows
-           if not r.get("error")}
-    lines = ["| device | impl | op | dtype | n | old ms | new ms | speed-up |",
-             "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
+    """Speed-up (old time / new time) of every case both runs measured without failing; the
+    time column says which time is compared (device_ms, or wall_ms for host code)."""
+    old = {_key(r): r for r in old_rows if not _failed(r)}
+    lines = ["| device | impl | case | dtype | n | time | old ms | new ms | speed-up |",
+             "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
     for r in new_rows:
-        k = (r["device"], r["impl"], r["op"], r["dtype"], r["n"])
-        if k in old and not r.get("error"):
+        k = _key(r)
+        if k in old and not _failed(r) and _which(old[k]) == _which(r):
             a, b = _ms(old[k]), _ms(r)
             flag = "" if 0.95 <= a / b <= 1.05 else (" faster" if a > b else " SLOWER")
-            lines.append(f"| {r['device']} | {r['impl']} | {r['op']} | {r['dtype']} | "
-                         f"2^{_log2(r['n'])} | {a:.3f} | {b:.3f} | {a / b:.2f}x{flag} |")
+            lines.append(f"| {r['device']} | {r['impl']} | {k[3]} | {r['dtype']} | "
+                         f"{size_label(r['n'])} | "
+                         f"{_which(r)} | {a:.3f} | {b:.3f} | {a / b:.2f}x{flag} |")
+    lines.append(f"({len(lines) - 2} of {len(new_rows)} cases compared)")
     return "\n".join(lines)
 
 
@@ -76,7 +105,7 @@ def plots(rows, folder):
     written = []
     groups = defaultdict(list)
     for r in rows:
-        if not r.get("error"):
+        if not _failed(r):
             groups[(r["op"], r["dtype"])].append(r)
     for (op, dtype), rs in groups.items():
         fig, ax = plt.subplots(figsize=(8, 5))

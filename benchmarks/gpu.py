@@ -1,0 +1,281 @@
+"""clradix's sorts on one device (by default the first GPU) beside CUB (through CuPy) and torch.
+
+Steps: the planner's uint32 sort at 2^log2n with the peers and a per-kernel breakdown (always);
+``--check`` every algorithm and ranking back-end the device has against numpy (sizes 1 to
+3,000,001, six dtypes, both directions, key-value and argsort); ``--types`` float32, uint64,
+u32+u32 pairs, argsort and reduce-then-scan at 2^log2n; ``--variants`` onesweep (wg x items per
+thread) policies; ``--sweep`` 2^10 to 2^log2n; ``--only T`` just dtype T; ``--ptxinfo`` registers
+and spills of the onesweep pass (NVIDIA only). ``--quick``: every step but --ptxinfo, 2^16 keys,
+a smaller check suite, 2 repeats.
+
+Every timed output is compared with the stable order of the keys (computed by CuPy when it is
+there, else numpy); torch sorts unsigned keys only as their signed view (rows say so by their
+dtype). CuPy and torch are optional: their absence is reported (a failure with
+``--require-peers``).
+"""
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
+
+import clradix
+from clradix.device import DeviceProfile
+from clradix.keys import parse_dtype
+from clradix.policy import ranking_backends
+
+from . import common, impls, timing
+
+H200_COPY_TBPS = 4.28  # measured device copy bandwidth of the H200 (bytes read + written)
+
+CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8)
+QUICK_CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16)
+
+
+def add_arguments(ap):
+    common.add_common_options(ap, repeat=10)
+    ap.add_argument("--check", action="store_true", help="the check suite")
+    ap.add_argument("--types", action="store_true",
+                    help="f32, u64, u32+u32, argsort and reduce-then-scan at 2^log2n")
+    ap.add_argument("--variants", default="",
+                    help="onesweep policies WGxIPT[:field=value...], comma list (256x16,512x8)")
+    ap.add_argument("--sweep", action="store_true", help="u32 from 2^10 to 2^log2n")
+    ap.add_argument("--pool", action="store_true",
+                    help="--sweep also without the default memory pool (ImmediateAllocator)")
+    ap.add_argument("--only", help="time just this dtype (planner and peers) at 2^log2n")
+    ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--breakdown-sizes", default="", help="log2 sizes for per-kernel timelines")
+    ap.add_argument("--ptxinfo", action="store_true",
+                    help="registers / local memory of the onesweep pass (NVIDIA only)")
+    ap.add_argument("--seed", type=int, default=2026)
+    common.add_peer_options(ap)
+
+
+def check_configs(prof, quick):
+    """name -> (Sorter keywords, sizes) of the check suite on this device."""
+    big = [] if quick else [3_000_001]
+    sizes = [1, 2, 1000, 4097] + ([] if quick else [100_003])
+    best = ranking_backends(prof)[0]
+    configs = {"planner": {}}
+    for r in ranking_backends(prof):
+        configs[f"onesweep-{r}"] = dict(algorithm="onesweep", ranking=r)
+    configs.update({
+        f"onesweep-{best}-small-ring": dict(algorithm="onesweep", ranking=best, ring_slots=48,
+                                            lookback=16, wg_size=128, items_per_thread=4),
+        "onesweep-forced-fallback": dict(algorithm="onesweep", force_fallback=True, wg_size=128,
+                                         items_per_thread=4),
+        "onesweep-4bit": dict(algorithm="onesweep", radix_bits=4),
+        "onesweep-2bit": dict(algorithm="onesweep", radix_bits=2),
+        "rts": dict(algorithm="reduce_then_scan"),
+    })
+    out = {name: (kw, sizes + ([] if "fallback" in name else big)) for name, kw in configs.items()}
+    out["single_wg"] = (dict(algorithm="single_wg"), [1, 2, 255, 1000] + ([] if quick else
+                                                                         [2047, 2048]))
+    return out
+
+
+def check_suite(ctx, queue, prof, rng, quick, out):
+    """Every configuration of check_configs against numpy; each wrong result and each
+    configuration that raised is a failure (the other configurations still run)."""
+    for name, (over, sizes) in check_configs(prof, quick).items():
+        at = ["setup"]
+        with out.guard(lambda: f"check {name} (at {at[-1]})"):
+            sorter = clradix.Sorter(ctx, **over)
+            for dtype in QUICK_CHECK_DTYPES if quick else CHECK_DTYPES:
+                for n in sizes:
+                    keys = common.random_keys(rng, dtype, n)
+                    if np.dtype(dtype).kind == "f" and n > 10:
+                        keys[::97] = np.nan
+                        keys[5::101] = -0.0
+                    for desc in (False, True):
+                        at.append(f"{np.dtype(dtype)} n={n} descending={desc}")
+                        d = cl_array.to_device(queue, keys)
+                        v = cl_array.to_device(queue, np.arange(n, dtype=np.uint32))
+                        sorter.sort(queue, d, values=v, descending=desc).wait()
+                        order = impls.stable_order(keys, descending=desc)
+                        idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys),
+                                                  descending=desc)
+                        evt.wait()
+                        for what, good in (
+                                ("keys", np.array_equal(d.get().view(np.uint8),
+                                                        keys[order].view(np.uint8))),
+                                ("values", np.array_equal(v.get(), order)),
+                                ("argsort", np.array_equal(idx.get(), order))):
+                            if not good:
+                                out.fail(f"check {name} {at[-1]}", f"WRONG {what}")
+            out.log(f"check {name}: done")
+
+
+class GpuRun:
+    """The steps of one ``gpu`` run on one OpenCL device."""
+
+    def __init__(self, args, out):
+        self.args, self.out = args, out
+        self.dev, _ = common.select_device(args.device)
+        self.prof = DeviceProfile.from_device(self.dev)
+        self.where = common.opencl_device_fields(self.dev)
+        self.queue = common.profiling_queue(self.dev)
+        self.ctx = self.queue.context
+        self.rng = np.random.default_rng(args.seed)
+        self.n = 1 << args.log2n
+        out.log(f"device {self.prof.describe()}, {out.meta['date']}")
+        self.peers = common.cuda_peers(args, out)
+        self.cupy = any(p.library == "cupy" for p in self.peers)
+
+    def bench(self, label, dtype, sorter_kwargs, values=False, argsort=False, nn=None):
+        """clradix: one case, timed and checked."""
+        q, nn = self.queue, nn or self.n
+        keys = common.random_keys(self.rng, dtype, nn)
+        src = cl_array.to_device(q, keys)
+        work = cl_array.empty_like(src)
+        vals0 = cl_array.to_device(q, np.arange(nn, dtype=np.uint32))
+        vals = cl_array.empty_like(vals0) if values else None
+        sorter = clradix.Sorter(self.ctx, **sorter_kwargs)
+
+        def prep():
+            cl.enqueue_copy(q, work.data, src.data)
+            if vals is not None:
+                cl.enqueue_copy(q, vals.data, vals0.data)
+
+        def call():
+            if argsort:
+                idx, evt = sorter.argsort(q, src)
+                return evt, (idx,)
+            return sorter.sort(q, work, values=vals), (work,) if vals is None else (work, vals)
+        t = timing.time_opencl(q, call, self.args.repeat, None if argsort else prep)
+        order = impls.stable_order(keys, cupy=self.cupy)
+        want = (order,) if argsort else (keys[order],) + ((order,) if values else ())
+        ok = impls.same(tuple(a.get() for a in t.out), want)
+        policy = sorter.plan(self.dev, dtype, nn)
+        kb = np.dtype(dtype).itemsize
+        vb = 4 if (values or argsort) else 0
+        passes = -(-kb * 8 // policy.radix_bits)
+        moved = nn * (kb + passes * 2 * (kb + vb))
+        self.out.record(self.where, "clradix", label, dtype, nn, t, ok=ok, policy=str(policy),
+                        note=f"{policy.algorithm}/{policy.radix_bits}b/{policy.wg_size}x"
+                             f"{policy.items_per_thread}/{policy.ranking}",
+                        pct_of_h200_copy_bw=100 * moved / (t.median_device_ms * 1e-3)
+                        / (H200_COPY_TBPS * 1e12))
+
+    def bench_peers(self, dtype, nn=None, op="sort"):
+        """CuPy and torch: one case each (torch: unsigned keys as their signed view)."""
+        keys = common.random_keys(self.rng, dtype, nn or self.n)
+        for im in self.peers:
+            k = keys
+            if not im.supports(op, k.dtype) and k.dtype.kind == "u":
+                k = keys.view(f"i{keys.dtype.itemsize}")
+            want = impls.reference(op, k, cupy=self.cupy)
+            res, err = self.out.attempt(lambda: im.run(op, k, self.args.repeat, want))
+            t, ok = res or (None, False)
+            self.out.record(im.device_fields(), im.name, op, k.dtype, k.size, t, ok=ok,
+                            error=err)
+
+    def breakdown(self, dtype, kwargs, nn=None):
+        """Per-kernel device times of one sort (the kernels' profiling events)."""
+        keys = common.random_keys(self.rng, dtype, nn or self.n)
+        d = cl_array.to_device(self.queue, keys)
+        sorter = clradix.Sorter(self.ctx, **kwargs)
+        sorter.sort(self.queue, d).wait()
+        d.set(keys)
+        for algo in sorter._kernels.values():
+            algo.trace = []
+        sorter.sort(self.queue, d).wait()
+        for algo in sorter._kernels.values():
+            t0 = algo.trace[0][1].profile.queued if algo.trace else 0
+            prev_end = None
+            for name, evt in algo.trace:
+                ms = (evt.profile.end - evt.profile.start) * 1e-6
+                gap = (evt.profile.start - prev_end) * 1e-3 if prev_end else 0.0
+                self.out.log(f"    {name:16s} {ms:8.3f} ms  (starts "
+                             f"{(evt.profile.start - t0) * 1e-3:8.1f} us after the first was "
+                             f"queued, {gap:6.1f} us after the previous kernel ended)")
+                prev_end = evt.profile.end
+            algo.trace = None
+
+    def ptxinfo(self, label, kwargs):
+        """Registers, spills and stack of os_pass for this policy (ptxas's report): the program
+        the Sorter builds for 2^log2n uint32 keys, rebuilt from the same source and options."""
+        from clradix.keys import key_codec
+        from clradix.render import render
+        sorter = clradix.Sorter(self.ctx, **kwargs)
+        _, algo = sorter._prepare(self.dev, key_codec(np.uint32), None, "uint", np.uint32, self.n)
+        prg = cl.Program(self.ctx, render(algo.template, **algo.render_params)).build(
+            options=algo.build_opts + ["-cl-nv-verbose"])
+        text = prg.get_build_info(self.dev, cl.program_build_info.LOG)
+        lines = [ln.strip() for ln in text.splitlines()]
+        at = [i for i, ln in enumerate(lines) if "os_pass" in ln]
+        info = " | ".join(ln for i in at for ln in lines[i + 1:i + 3]
+                          if "stack" in ln or "Used" in ln)
+        self.out.log(f"ptxas {label}: {info}")
+
+
+def _variant(spec):
+    """"256x16" or "256x16:ring_slots=65536:radix_bits=4" -> Sorter keywords."""
+    parts = spec.split(":")
+    wg, ipt = parts[0].split("x")
+    kw = dict(algorithm="onesweep", wg_size=int(wg), items_per_thread=int(ipt))
+    for extra in parts[1:]:
+        key, val = extra.split("=")
+        kw[key] = int(val) if val.isdigit() else val
+    return kw
+
+
+def steps(g, args):
+    """(case, function) of every step ``args`` asks for, in order."""
+    u32 = np.uint32
+    if args.only:
+        dt = parse_dtype(args.only)
+        return [(f"peers {dt}", lambda: g.bench_peers(dt)),
+                (f"planner {dt}", lambda: g.bench("planner", dt, {}))]
+    out = []
+    if args.check:
+        out.append(("check suite", lambda: check_suite(g.ctx, g.queue, g.prof, g.rng, args.quick,
+                                                       g.out)))
+    out += [("peers u32", lambda: g.bench_peers(u32)),
+            ("planner u32", lambda: g.bench("planner", u32, {})),
+            ("breakdown u32", lambda: g.breakdown(u32, {}))]
+    for lg in (int(s) for s in filter(None, args.breakdown_sizes.split(","))):
+        out.append((f"breakdown u32 2^{lg}", lambda lg=lg: g.breakdown(u32, {}, 1 << lg)))
+    if args.ptxinfo:
+        out.append(("ptxinfo planner", lambda: g.ptxinfo("planner", {})))
+    for v in filter(None, args.variants.split(",")):
+        out.append((f"onesweep {v}", lambda v=v: g.bench(f"onesweep {v}", u32, _variant(v))))
+        if args.ptxinfo:
+            out.append((f"ptxinfo {v}", lambda v=v: g.ptxinfo(v, _variant(v))))
+    if args.types:
+        for dt in (np.float32, np.uint64):
+            out += [(f"peers {np.dtype(dt)}", lambda dt=dt: g.bench_peers(dt)),
+                    (f"planner {np.dtype(dt)}", lambda dt=dt: g.bench("planner", dt, {}))]
+        out += [("peers argsort u32", lambda: g.bench_peers(u32, op="argsort")),
+                ("planner key-value u32+u32", lambda: g.bench("planner key-value u32+u32", u32,
+                                                              {}, values=True)),
+                ("planner argsort u32", lambda: g.bench("planner argsort u32", u32, {},
+                                                        argsort=True)),
+                ("rts (portable)", lambda: g.bench("rts (portable)", u32,
+                                                   dict(algorithm="reduce_then_scan")))]
+    if args.sweep:
+        fresh = cl_tools.ImmediateAllocator(g.queue)
+        for lg in range(10, args.log2n + 1, 2):
+            nn = 1 << lg
+            out += [(f"sweep peers 2^{lg}", lambda nn=nn: g.bench_peers(u32, nn)),
+                    (f"sweep planner 2^{lg}", lambda nn=nn: g.bench("planner sweep", u32, {},
+                                                                    nn=nn))]
+            if args.pool:
+                out.append((f"sweep fresh temporaries 2^{lg}", lambda nn=nn: g.bench(
+                    "planner sweep, fresh temporaries", u32, dict(allocator=fresh), nn=nn)))
+    return out
+
+
+def main(args):
+    if args.quick:
+        args.log2n, args.repeat = min(args.log2n, 16), 2
+        args.check = args.types = args.sweep = True
+        args.variants = args.variants or "256x16"
+    out = common.Run("gpu", args)
+    g = GpuRun(args, out)
+    if args.ptxinfo and not g.prof.is_nvidia:
+        raise SystemExit(f"--ptxinfo needs NVIDIA's OpenCL (ptxas), not {g.prof.describe()}")
+    for case, fn in steps(g, args):
+        with out.guard(case):
+            fn()
+    return out.finish()
