@@ -177,10 +177,10 @@ class GpuRun:
         sorter = clradix.Sorter(self.ctx, **kwargs)
         sorter.sort(self.queue, d).wait()
         d.set(keys)
-        for algo in sorter._kernels.values():
+        for algo in sorter.planner.drivers.values():
             algo.trace = []
         sorter.sort(self.queue, d).wait()
-        for algo in sorter._kernels.values():
+        for algo in sorter.planner.drivers.values():
             t0 = algo.trace[0][1].profile.queued if algo.trace else 0
             prev_end = None
             for name, evt in algo.trace:
@@ -198,7 +198,7 @@ class GpuRun:
         from clradix.keys import key_codec
         from clradix.render import render
         sorter = clradix.Sorter(self.ctx, **kwargs)
-        _, algo = sorter._prepare(self.dev, key_codec(np.uint32), None, "uint", np.uint32, self.n)
+        algo = sorter.planner.prepare(self.dev, key_codec(np.uint32), 0, self.n)
         prg = cl.Program(self.ctx, render(algo.template, **algo.render_params)).build(
             options=algo.build_opts + ["-cl-nv-verbose"])
         text = prg.get_build_info(self.dev, cl.program_build_info.LOG)
