@@ -26,8 +26,8 @@
 ## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
 ## for the global-sort route), idx_t (the caller's index type), wg (a power of two >= RADIX),
 ## ipt, sort_size (power of two, the largest k that topk_sort_rows sorts; 0 when it is not
-## built), warp_aggregate (NVIDIA: inline PTX match.any merges a warp's equal digits into one
-## local atomic).
+## built), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx" subgroup
+## primitives, merge a warp's equal digits into one local atomic).
 ##
 ## Work-item dependent branches after a barrier: the pass kernels have barriers under uniform
 ## conditions (a finished row returns early, `if (!last)`, `if (any)`), and PoCL 3.1 treats the
@@ -262,8 +262,8 @@ STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, uint lid)
 ## The keys of a tile, all loads first, so that a work-item has IPT of them in flight: element i
 ## of a work-item is ELEM(i), runs of VEC consecutive keys, one vector load each in a full tile;
 ## past n they are 0.
-STEP void load_keys(__private KEY_T* x, const __global KEY_T* restrict src, INDEX_T base,
-                    INDEX_T n, bool full, uint lid)
+STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T base, INDEX_T n,
+                    bool full, uint lid)
 {
     if (full) {
         ${unroll}
@@ -282,7 +282,7 @@ STEP void load_keys(__private KEY_T* x, const __global KEY_T* restrict src, INDE
 }
 
 ## The row positions of a tile's elements: read with the candidates, or the elements' own.
-STEP void load_positions(__private INDEX_T* pos, const __global INDEX_T* restrict src,
+STEP void load_positions(__private INDEX_T* pos, const __global INDEX_T* src,
                          INDEX_T base, INDEX_T n, bool from_cands, uint lid)
 {
     if (from_cands) {
@@ -395,9 +395,9 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
 ## to its candidate buffer from slot c (the first cap).
 STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
                      const __private uint* cls, INDEX_T o, INDEX_T c,
-                     __global KEY_T* restrict out_key, __global OUT_INDEX_T* restrict out_idx,
-                     INDEX_T k, OUT_INDEX_T idx_base, __global KEY_T* restrict cout_key,
-                     __global INDEX_T* restrict cout_pos, INDEX_T cap)
+                     __global KEY_T* out_key, __global OUT_INDEX_T* out_idx, INDEX_T k,
+                     OUT_INDEX_T idx_base, __global KEY_T* cout_key, __global INDEX_T* cout_pos,
+                     INDEX_T cap)
 {
     ${unroll_out}
     for (uint i = 0; i < IPT; ++i) {
@@ -515,9 +515,8 @@ ${pass_kernel("topk_pass", None)}
 
 ## The row's k pairs as (order key, key, index), padded to size with pairs behind every pair.
 STEP void load_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local OUT_INDEX_T* lpos,
-                     const __global KEY_T* restrict sel_key,
-                     const __global OUT_INDEX_T* restrict sel_idx, INDEX_T k, uint size,
-                     KEY_T flip, uint lid)
+                     const __global KEY_T* sel_key, const __global OUT_INDEX_T* sel_idx,
+                     INDEX_T k, uint size, KEY_T flip, uint lid)
 {
     for (uint i = lid; i < size; i += WG) {
         if (i < (uint)k) {
