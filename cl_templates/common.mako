@@ -166,3 +166,24 @@ inline uint ${name}(uint v, __local uint* scratch, uint lid, uint* total)
     return before + x - v;
 }
 </%def>
+
+## shared by topk.cl.mako
+## Ballots for sg_primitives' "ptx" back-end (vote.sync.ballot over the full warp): the mask of the
+## lanes whose pred is not zero, and of those whose a equals b (the compare inside the ballot).
+<%def name="sg_ballot_fn(backend)">
+<% assert backend == "ptx", "sg_ballot: only the ptx back-end" %>
+inline uint sg_ballot(uint pred)
+{
+    uint r;
+    asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
+                 : "=r"(r) : "r"(pred));
+    return r;
+}
+inline uint sg_ballot_eq(uint a, uint b)
+{
+    uint r;
+    asm volatile("{ .reg .pred q; setp.eq.u32 q, %1, %2; vote.sync.ballot.b32 %0, q, -1; }"
+                 : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+</%def>

@@ -26,8 +26,8 @@
 ## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
 ## for the global-sort route), idx_t (the caller's index type), wg (a power of two >= RADIX),
 ## ipt, sort_size (power of two, the largest k that topk_sort_rows sorts; 0 when it is not
-## built), warp_aggregate (NVIDIA: inline PTX match.any merges a warp's equal digits into one
-## local atomic).
+## built), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx" subgroup
+## primitives, merge a warp's equal digits into one local atomic).
 ##
 ## Work-item dependent branches after a barrier: the pass kernels have barriers under uniform
 ## conditions (a finished row returns early, `if (!last)`, `if (any)`), and PoCL 3.1 treats the
@@ -73,6 +73,8 @@
 #define DIGIT_BITS ${DIGIT_BITS}
 #define KEY_BITS ${key_bits}
 #define KEY_DIGITS ${KEY_DIGITS}
+/* the kernels' steps: always inlined, so that the private arrays a step takes stay in registers */
+#define STEP inline __attribute__((always_inline))
 
 ## row state flags
 #define F_LAST 1u        /* the next pass takes the pivot bucket whole; then the row is done */
@@ -83,6 +85,10 @@
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
+% if warp_aggregate:
+${common.sg_primitives("ptx", 32, wg, DIGIT_BITS)}
+${common.sg_ballot_fn("ptx")}
+% endif
 
 typedef struct {
     ulong pkey;        /* resolved digits of sel (a KEY_T) */
@@ -201,14 +207,238 @@ inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, 
     return *lstate;
 }
 
+## What pass p tests an element against, from its row state: the digits resolved before digit
+## p - 1 (pkey, ppos under kmask, pmask), the pivot digit of digit p - 1 (bucket) and the flags.
+typedef struct {
+    KEY_T pkey, kmask, flip;
+    INDEX_T ppos, pmask;
+    uint p, pos_bits, bucket;
+    bool last;         /* the pivot bucket is taken whole */
+    bool from_cands;   /* the input is the candidates of pass p - 1 */
+    bool write;        /* candidates are written out */
+} pass_filter;
+
+STEP pass_filter filter_of(row_state st, uint p, uint pos_bits, KEY_T flip)
+{
+    pass_filter f;
+    f.pkey = (KEY_T)st.pkey;
+    f.kmask = key_mask(p == 0 ? 0 : p - 1);
+    f.flip = flip;
+    f.ppos = st.ppos;
+    f.pmask = pos_mask(p == 0 ? 0 : p - 1, pos_bits);
+    f.p = p;
+    f.pos_bits = pos_bits;
+    f.bucket = st.bucket;
+    f.last = (st.flags & F_LAST) != 0;
+    f.from_cands = (st.flags & F_SRC_CANDS) != 0;
+    f.write = (st.flags & F_WRITE) != 0;
+    return f;
+}
+
+## Group 0 of a row readies pass p + 1: the row state, the candidate counter pass p + 1 writes
+## with, and the histogram it adds into, zeroed.
+STEP void prepare_next_pass(row_state st, __global row_state* state_out,
+                            __global INDEX_T* next_cand_count, __global INDEX_T* hist_next,
+                            uint lid)
+{
+    if (lid == 0) {
+        *state_out = st;
+        *next_cand_count = 0;
+    }
+    if (lid < RADIX)   /* wg >= RADIX */
+        hist_next[lid] = 0;
+}
+
+## The local histogram and the tiles' output flags, zeroed.
+STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, uint lid)
+{
+    for (uint d = lid; d < RADIX * NSUB; d += WG)
+        lhist[d] = 0;
+    if (lid < 3)
+        l_any[lid] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+## The keys of a tile, all loads first, so that a work-item has IPT of them in flight: element i
+## of a work-item is ELEM(i), runs of VEC consecutive keys, one vector load each in a full tile;
+## past n they are 0.
+STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T base, INDEX_T n,
+                    bool full, uint lid)
+{
+    if (full) {
+        ${unroll}
+        for (uint j = 0; j < IPT / VEC; ++j) {
+            KEY_T v[VEC];
+            vstore${VEC}(vload${VEC}(0, src + ELEM(j * VEC)), 0, v);
+            ${unroll}
+            for (uint c = 0; c < VEC; ++c)
+                x[j * VEC + c] = v[c];
+        }
+    } else {
+        ${unroll}
+        for (uint i = 0; i < IPT; ++i)
+            x[i] = ELEM(i) < n ? src[ELEM(i)] : (KEY_T)0;
+    }
+}
+
+## The row positions of a tile's elements: read with the candidates, or the elements' own.
+STEP void load_positions(__private INDEX_T* pos, const __global INDEX_T* src,
+                         INDEX_T base, INDEX_T n, bool from_cands, uint lid)
+{
+    if (from_cands) {
+        ${unroll}
+        for (uint i = 0; i < IPT; ++i)
+            pos[i] = ELEM(i) < n ? src[ELEM(i)] : (INDEX_T)0;
+    } else {
+        ${unroll}
+        for (uint i = 0; i < IPT; ++i)
+            pos[i] = ELEM(i);
+    }
+}
+
+## A candidate adds one to the count of its digit p in the local histogram.
+% if warp_aggregate:
+## A warp whose candidates share one digit (clustered data) adds once; otherwise each lane adds to
+## its copy of the histogram (NSUB copies: at most 32 / NSUB lanes meet on one address). A warp
+## without candidates does nothing.
+% endif
+STEP void count_candidate(__local uint* lhist, bool cand, KEY_T sel, INDEX_T pi, uint p,
+                          uint pos_bits, uint lid)
+{
+% if warp_aggregate:
+    const uint dd = cand ? digit_at(sel, pi, p, pos_bits) : 0xffffffffu;
+    const uint any = sg_ballot((uint)cand);
+    if (any) {
+        const uint first = popcount((any & (0u - any)) - 1u);
+        const uint d0 = sg_shuffle(dd, first);
+        const uint same = sg_ballot_eq(dd, d0);
+        const uint lane = lid & 31u;
+        if ((same & any) == any) {
+            if (lane == first)
+                atomic_add(&lhist[d0 * NSUB], popcount(any));
+        } else if (cand) {
+            atomic_inc(&lhist[dd * NSUB + (lane & (NSUB - 1))]);
+        }
+    }
+% else:
+    if (cand)
+        atomic_inc(&lhist[digit_at(sel, pi, p, pos_bits)]);
+% endif
+}
+
+## An element by its digit p - 1 against the pivot: 1 among the k, 2 a candidate to write, 0
+## neither (above the pivot, decided earlier, invalid, or a candidate not written). Candidates are
+## counted by digit p.
+STEP uint classify(KEY_T sel, INDEX_T pi, bool valid, pass_filter f, __local uint* lhist,
+                   uint lid)
+{
+    /* elements that left the pivot's bucket at an earlier digit were decided then */
+    const bool match = valid && (f.from_cands || (((sel ^ f.pkey) & f.kmask) == 0
+                                                  && ((pi ^ f.ppos) & f.pmask) == 0));
+    const uint d = f.p > 0 ? digit_at(sel, pi, f.p - 1, f.pos_bits) : f.bucket;
+    const bool take = match && (d < f.bucket || (d == f.bucket && f.last));
+    const bool cand = match && d == f.bucket && !f.last;   /* still in the pivot's bucket */
+    count_candidate(lhist, cand, sel, pi, f.p, f.pos_bits, lid);
+    return take ? 1u : (cand && f.write ? 2u : 0u);
+}
+
+## cls[i] for each element of a tile; returns how many are taken and how many are candidates to
+## write.
+STEP uint2 classify_tile(__private uint* cls, const __private KEY_T* x,
+                         const __private INDEX_T* pos, INDEX_T base, INDEX_T n, bool full,
+                         pass_filter f, __local uint* lhist, uint lid)
+{
+    uint n_take = 0, n_cand = 0;
+    ${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint c = classify(order_key(x[i], f.flip), pos[i], full || ELEM(i) < n, f, lhist,
+                                lid);
+        cls[i] = c;
+        n_take += c & 1u;
+        n_cand += c >> 1;
+    }
+    return (uint2)(n_take, n_cand);
+}
+
+## Whether some work-item of the tile has output: one flag per tile in a rotation of three, so one
+## barrier per tile suffices (tile t's flag is cleared during tile t + 1, once every work-item has
+## read it, and set again only in tile t + 3).
+STEP uint tile_has_output(bool mine, __local uint* l_any, uint tile_no, uint lid)
+{
+    if (mine)
+        atomic_or(&l_any[tile_no % 3], 1u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint any = l_any[tile_no % 3];
+    if (lid == 0)
+        l_any[(tile_no + 2) % 3] = 0;
+    return any;
+}
+
+## Output slots in tile order: a work-group scan of (taken, candidates), one counter add each for
+## the tile. *o and *c: the work-item's first output and candidate slot.
+STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
+                      __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
+                      __private INDEX_T* o, __private INDEX_T* c)
+{
+    uint total;
+    const uint before = wg_scan_uint(n_take | (n_cand << 16), scratch, lid, &total);
+    if (lid == 0) {
+        l_base[0] = (total & 0xffffu) ? COUNTER_ADD(out_count, total & 0xffffu) : 0;
+        l_base[1] = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    *o = l_base[0] + (before & 0xffffu);
+    *c = l_base[1] + (before >> 16);
+}
+
+## The taken elements to the row's output from slot o (the first k slots), the candidates to write
+## to its candidate buffer from slot c (the first cap).
+STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
+                     const __private uint* cls, INDEX_T o, INDEX_T c,
+                     __global KEY_T* out_key, __global OUT_INDEX_T* out_idx, INDEX_T k,
+                     OUT_INDEX_T idx_base, __global KEY_T* cout_key, __global INDEX_T* cout_pos,
+                     INDEX_T cap)
+{
+    ${unroll_out}
+    for (uint i = 0; i < IPT; ++i) {
+        if (cls[i] == 1u) {
+            if (o < k) {
+                out_key[o] = x[i];
+                out_idx[o] = idx_base + (OUT_INDEX_T)pos[i];
+            }
+            ++o;
+        } else if (cls[i] == 2u) {
+            if (c < cap) {
+                cout_key[c] = x[i];
+                cout_pos[c] = pos[i];
+            }
+            ++c;
+        }
+    }
+}
+
+## The local histogram (its NSUB copies summed) added into the row's. Work-item lid adds digit
+## lid's count, those from RADIX on a zero one (see the top of the file): no branch on lid after
+## the barrier, and no address outside the row's histogram.
+STEP void add_histogram(const __local uint* lhist, __global INDEX_T* hist, uint lid)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint d = lid & (RADIX - 1);
+    uint c = 0;
+    for (uint j = 0; j < NSUB; ++j)
+        c += lhist[d * NSUB + j];
+    c = lid < RADIX ? c : 0u;
+    if (c)
+        COUNTER_ADD(hist + d, c);
+}
+
 ## Pass p over the rows (NDRange groups_per_row x rows groups): group g of a row handles tiles g,
-## g + groups_per_row, ... The first two
-## passes, which read whole rows, have kernels of their own with p a constant (topk_pass_0,
-## topk_pass_1): their per-key work folds to a few instructions. Histograms
-## rotate through three buffers (pass p reads hist_prev, adds into hist_cur, and its group 0
-## zeroes hist_next for pass p + 1) and the state through two (state_in from pass p - 1,
+## g + groups_per_row, ... The first two passes, which read whole rows, have kernels of their own
+## with p a constant (topk_pass_0, topk_pass_1): their per-key work folds to a few instructions.
+## Histograms rotate through three buffers (pass p reads hist_prev, adds into hist_cur, and its
+## group 0 zeroes hist_next for pass p + 1) and the state through two (state_in from pass p - 1,
 ## state_out for pass p + 1), so no pass writes what another group of the same pass reads.
-<%def name="pass_kernel(name, P, VEC, unroll, unroll_out)">
+<%def name="pass_kernel(name, P)">
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
                INDEX_T cap, uint p_arg, uint pos_bits, uint groups_per_row, uint rows, KEY_T flip,
@@ -231,203 +461,69 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __local row_state lstate;
     const row_state st = next_state(state_in[row], hist_prev + (size_t)row * RADIX, p, pos_bits,
                                     cap, iscratch, &lstate, lid);
-    if (g == 0) {
-        if (lid == 0) {
-            state_out[row] = st;
-            cand_count[(size_t)((p + 1) & 1) * rows + row] = 0;   /* pass p + 1 writes with it */
-        }
-        if (lid < RADIX)   /* wg >= RADIX */
-            hist_next[(size_t)row * RADIX + lid] = 0;
-    }
+    if (g == 0)   /* pass p + 1 writes candidates with the other counter */
+        prepare_next_pass(st, state_out + row, cand_count + (size_t)((p + 1) & 1) * rows + row,
+                          hist_next + (size_t)row * RADIX, lid);
     if (st.flags & F_DONE)
         return;
+    pass_filter f = filter_of(st, p, pos_bits, flip);
 % if P == 0:
-    const bool last = false, from_cands = false, write = false;   /* nothing decided yet */
+    f.last = f.from_cands = f.write = false;   /* nothing decided yet */
 % elif P == 1:
-    const bool last = (st.flags & F_LAST) != 0;
-    const bool from_cands = false;                 /* pass 0 writes no candidates */
-    const bool write = (st.flags & F_WRITE) != 0;
-% else:
-    const bool last = (st.flags & F_LAST) != 0;
-    const bool from_cands = (st.flags & F_SRC_CANDS) != 0;
-    const bool write = (st.flags & F_WRITE) != 0;
+    f.from_cands = false;                      /* pass 0 writes no candidates */
 % endif
-    __global INDEX_T* cout_count = cand_count + (size_t)(p & 1) * rows + row;
-    const INDEX_T n_src = from_cands ? st.src_count : row_len;
-    const KEY_T kmask = key_mask(p == 0 ? 0 : p - 1);
-    const INDEX_T pmask = pos_mask(p == 0 ? 0 : p - 1, pos_bits);
-    const uint bucket = st.bucket;
-
+    const INDEX_T n_src = f.from_cands ? st.src_count : row_len;
+    const __global KEY_T* src_key = f.from_cands ? cin_key + (size_t)row * cap
+                                                 : keys + keys_off + (size_t)row * row_len;
     __local uint lhist[RADIX * NSUB];
     __local uint scratch[WG];
-    /* "some work-item of the tile has output": one flag per tile in a rotation of three, so one
-       barrier per tile suffices (tile t's flag is cleared during tile t + 1, once every work-item
-       has read it, and set again only in tile t + 3) */
     __local uint l_any[3];
-    __local INDEX_T l_sel_base, l_cand_base;
-    for (uint d = lid; d < RADIX * NSUB; d += WG)
-        lhist[d] = 0;
-    if (lid < 3)
-        l_any[lid] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    __local INDEX_T l_base[2];
+    clear_pass_locals(lhist, l_any, lid);
     uint tile_no = 0;
-
-    const __global KEY_T* src_key = from_cands ? cin_key + (size_t)row * cap
-                                               : keys + keys_off + (size_t)row * row_len;
-    const __global INDEX_T* src_pos = cin_pos + (size_t)row * cap;
-
     for (INDEX_T base = (INDEX_T)g * TILE; base < n_src;
          base += (INDEX_T)groups_per_row * TILE, ++tile_no) {
         KEY_T x[IPT];
         INDEX_T pos[IPT];
         uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
-        uint n_take = 0, n_cand = 0;
-        /* all loads first, so that a work-item has IPT of them in flight; element i of a work-item
-           is ELEM(i): runs of VEC consecutive keys, one vector load each in a full tile */
         const bool full = base + TILE <= n_src;
-        if (full) {
-            ${unroll}
-            for (uint j = 0; j < IPT / VEC; ++j) {
-                KEY_T v[VEC];
-                vstore${VEC}(vload${VEC}(0, src_key + ELEM(j * VEC)), 0, v);
-                ${unroll}
-                for (uint c = 0; c < VEC; ++c)
-                    x[j * VEC + c] = v[c];
-            }
-        } else {
-            ${unroll}
-            for (uint i = 0; i < IPT; ++i)
-                x[i] = ELEM(i) < n_src ? src_key[ELEM(i)] : (KEY_T)0;
-        }
-        if (from_cands) {
-            ${unroll}
-            for (uint i = 0; i < IPT; ++i)
-                pos[i] = ELEM(i) < n_src ? src_pos[ELEM(i)] : (INDEX_T)0;
-        } else {
-            ${unroll}
-            for (uint i = 0; i < IPT; ++i)
-                pos[i] = ELEM(i);
-        }
-        ${unroll}
-        for (uint i = 0; i < IPT; ++i) {
-            const bool valid = full || ELEM(i) < n_src;
-            const KEY_T sel = order_key(x[i], flip);
-            const INDEX_T pi = pos[i];
-            /* elements that left the pivot's bucket at an earlier digit were decided then */
-            const bool match = valid && (from_cands || (((sel ^ (KEY_T)st.pkey) & kmask) == 0
-                                                        && ((pi ^ st.ppos) & pmask) == 0));
-            const uint d = p > 0 ? digit_at(sel, pi, p - 1, pos_bits) : bucket;
-            const bool take = match && (d < bucket || (d == bucket && last));
-            const bool cand = match && d == bucket && !last;   /* still in the pivot's bucket */
-% if warp_aggregate:
-            {   /* a warp whose candidates share one digit (clustered data) adds once; otherwise
-                   each lane adds to its copy of the histogram (NSUB copies: at most 32 / NSUB
-                   lanes meet on one address). A warp without candidates does nothing. */
-                const uint dd = cand ? digit_at(sel, pi, p, pos_bits) : 0xffffffffu;
-                uint any, same, d0;
-                asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
-                             : "=r"(any) : "r"((uint)cand));
-                if (any) {
-                    const uint first = popcount((any & (0u - any)) - 1u);
-                    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, -1;"
-                                 : "=r"(d0) : "r"(dd), "r"(first));
-                    asm volatile("{ .reg .pred q; setp.eq.u32 q, %1, %2; vote.sync.ballot.b32 %0, q, -1; }"
-                                 : "=r"(same) : "r"(dd), "r"(d0));
-                    const uint lane = lid & 31u;
-                    if ((same & any) == any) {
-                        if (lane == first)
-                            atomic_add(&lhist[d0 * NSUB], popcount(any));
-                    } else if (cand) {
-                        atomic_inc(&lhist[dd * NSUB + (lane & (NSUB - 1))]);
-                    }
-                }
-            }
-% else:
-            if (cand)
-                atomic_inc(&lhist[digit_at(sel, pi, p, pos_bits)]);
-% endif
-            cls[i] = take ? 1u : (cand && write ? 2u : 0u);
-            n_take += take ? 1u : 0u;
-            n_cand += cand && write ? 1u : 0u;
-        }
-        if (n_take | n_cand)
-            atomic_or(&l_any[tile_no % 3], 1u);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const uint any = l_any[tile_no % 3];
-        if (lid == 0)
-            l_any[(tile_no + 2) % 3] = 0;
-        if (any) {
-            /* output slots in tile order: a work-group scan of (taken, candidates) */
-            uint total;
-            const uint before = wg_scan_uint(n_take | (n_cand << 16), scratch, lid, &total);
-            if (lid == 0) {
-                l_sel_base = (total & 0xffffu) ? COUNTER_ADD(out_count + row, total & 0xffffu) : 0;
-                l_cand_base = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            INDEX_T o = l_sel_base + (before & 0xffffu);
-            INDEX_T c = l_cand_base + (before >> 16);
-            ${unroll_out}
-            for (uint i = 0; i < IPT; ++i) {
-                if (cls[i] == 1u) {
-                    if (o < k) {
-                        out_key[out_key_off + (size_t)row * k + o] = x[i];
-                        out_idx[out_idx_off + (size_t)row * k + o] =
-                            (OUT_INDEX_T)row * idx_row_mul + (OUT_INDEX_T)pos[i];
-                    }
-                    ++o;
-                } else if (cls[i] == 2u) {
-                    if (c < cap) {
-                        cout_key[(size_t)row * cap + c] = x[i];
-                        cout_pos[(size_t)row * cap + c] = pos[i];
-                    }
-                    ++c;
-                }
-            }
+        load_keys(x, src_key, base, n_src, full, lid);
+        load_positions(pos, cin_pos + (size_t)row * cap, base, n_src, f.from_cands, lid);
+        const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
+        if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
+            INDEX_T o, c;
+            claim_slots(n.x, n.y, scratch, l_base, out_count + row,
+                        cand_count + (size_t)(p & 1) * rows + row, lid, &o, &c);
+            write_tile(x, pos, cls, o, c, out_key + out_key_off + (size_t)row * k,
+                       out_idx + out_idx_off + (size_t)row * k, k,
+                       (OUT_INDEX_T)row * idx_row_mul, cout_key + (size_t)row * cap,
+                       cout_pos + (size_t)row * cap, cap);
         }
     }
-    if (!last) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* work-item lid adds digit lid's count, those from RADIX on a zero one (see the top of the
-           file): no branch on lid, and no address outside the row's histogram */
-        const uint d = lid & (RADIX - 1);
-        uint c = 0;
-        for (uint j = 0; j < NSUB; ++j)
-            c += lhist[d * NSUB + j];
-        c = lid < RADIX ? c : 0u;
-        if (c)
-            COUNTER_ADD(hist_cur + (size_t)row * RADIX + d, c);
-    }
+    if (!f.last)
+        add_histogram(lhist, hist_cur + (size_t)row * RADIX, lid);
 }
 </%def>
-${pass_kernel("topk_pass_0", 0, VEC, unroll, unroll_out)}
-${pass_kernel("topk_pass_1", 1, VEC, unroll, unroll_out)}
-${pass_kernel("topk_pass", None, VEC, unroll, unroll_out)}
+${pass_kernel("topk_pass_0", 0)}
+${pass_kernel("topk_pass_1", 1)}
+${pass_kernel("topk_pass", None)}
 
 % if sort_size:
 <% S = sort_size %>
 ## sorted=True for k <= ${S}: one group per row sorts its k selected pairs by (sel, pos) in local
 ## memory (bitonic), and writes keys and row positions.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_INDEX_T* restrict sel_idx,
-                    INDEX_T k, KEY_T flip,
-                    __global KEY_T* restrict out_key, ulong out_key_off,
-                    __global IDX_T* restrict out_idx, ulong out_idx_off)
+
+## The row's k pairs as (order key, key, index), padded to size with pairs behind every pair.
+STEP void load_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local OUT_INDEX_T* lpos,
+                     const __global KEY_T* sel_key, const __global OUT_INDEX_T* sel_idx,
+                     INDEX_T k, uint size, KEY_T flip, uint lid)
 {
-    const uint row = get_group_id(0);
-    const uint lid = get_local_id(0);
-    __local KEY_T lsel[${S}];
-    __local KEY_T lkey[${S}];
-    __local OUT_INDEX_T lpos[${S}];
-    uint size = 1;
-    while (size < (uint)k)
-        size <<= 1;
     for (uint i = lid; i < size; i += WG) {
         if (i < (uint)k) {
-            const KEY_T x = sel_key[(size_t)row * k + i];
+            const KEY_T x = sel_key[i];
             lkey[i] = x;
             lsel[i] = order_key(x, flip);
-            lpos[i] = sel_idx[(size_t)row * k + i];
+            lpos[i] = sel_idx[i];
         } else {
             lkey[i] = (KEY_T)0;
             lsel[i] = (KEY_T)~(KEY_T)0;   /* padding sorts behind every pair */
@@ -435,6 +531,12 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_I
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+## Bitonic sort of size (a power of two) pairs by (lsel, lpos), lkey moving with them.
+STEP void bitonic_sort_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local OUT_INDEX_T* lpos,
+                             uint size, uint lid)
+{
     for (uint len = 2; len <= size; len <<= 1) {
         for (uint stride = len >> 1; stride > 0; stride >>= 1) {
             for (uint t = lid; t < size / 2; t += WG) {
@@ -454,6 +556,25 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_I
             barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_INDEX_T* restrict sel_idx,
+                    INDEX_T k, KEY_T flip,
+                    __global KEY_T* restrict out_key, ulong out_key_off,
+                    __global IDX_T* restrict out_idx, ulong out_idx_off)
+{
+    const uint row = get_group_id(0);
+    const uint lid = get_local_id(0);
+    __local KEY_T lsel[${S}];
+    __local KEY_T lkey[${S}];
+    __local OUT_INDEX_T lpos[${S}];
+    uint size = 1;
+    while (size < (uint)k)
+        size <<= 1;
+    load_pairs(lsel, lkey, lpos, sel_key + (size_t)row * k, sel_idx + (size_t)row * k, k, size,
+               flip, lid);
+    bitonic_sort_pairs(lsel, lkey, lpos, size, lid);
     for (uint i = lid; i < (uint)k; i += WG) {
         out_key[out_key_off + (size_t)row * k + i] = lkey[i];
         out_idx[out_idx_off + (size_t)row * k + i] = (IDX_T)lpos[i];
