@@ -1,8 +1,17 @@
 """Test devices and shared fixtures.
 
-Tests run on clradix's default device (PoCL on the CPU on a machine without a GPU). Set
-``CLRADIX_TEST_DEVICES`` to ``all`` to run on every device that builds kernels, or to a
-comma-separated list of name substrings to pick devices.
+Tests run on clradix's default device (PoCL on the CPU on a machine without a GPU). Two ways pick
+other devices (only those that build kernels; a choice that leaves none is a usage error):
+
+- ``CLRADIX_TEST_DEVICES``: ``all`` for every device, or a comma-separated list of substrings of
+  "platform name device name" (case-insensitive), e.g. ``intel`` or ``pocl,nvidia``;
+- ``PYOPENCL_TEST``, pyopencl's own: ``platform[:device,device][;platform...]``, each a number
+  or a substring of the name, e.g. ``portable`` or ``0:1`` (read when ``CLRADIX_TEST_DEVICES``
+  is not set).
+
+Every test that takes the ``ctx`` fixture runs once per device, on one context per device for
+the whole session: built programs are cached per context (``clradix.render.programs_for``), so a
+kernel configuration is built once however many tests use it.
 """
 
 import atexit
@@ -33,6 +42,16 @@ os.environ.pop("CLRADIX_NO_TUNING", None)
 
 def _test_devices():
     spec = os.environ.get("CLRADIX_TEST_DEVICES", "").strip()
+    if not spec and os.environ.get("PYOPENCL_TEST", "").strip():
+        try:
+            chosen = cl.tools.get_test_platforms_and_devices()
+        except RuntimeError as exc:  # pyopencl's "no platform/device matching ..."
+            raise pytest.UsageError(f"PYOPENCL_TEST={os.environ['PYOPENCL_TEST']!r}: {exc}")
+        picked = [d for _, devs in chosen for d in devs if can_build(d)]
+        if not picked:
+            raise pytest.UsageError(f"PYOPENCL_TEST={os.environ['PYOPENCL_TEST']!r} matches no "
+                                    "device that builds kernels")
+        return picked
     if not spec:
         return [default_device()]
     usable = [d for d in all_devices() if can_build(d)]

@@ -122,6 +122,7 @@ def test_one_sorter_four_queues(ctx, busy_switching):
 def test_sorts_while_caches_are_cleared(ctx):
     """clear_caches from another thread while sorts run: sorts rebuild what they need and stay
     correct (a Sorter's kernels in use are never torn down under a running sort)."""
+    ctx = cl.Context(ctx.devices)  # clearing empties the context's programs: not the shared ones
     sorter = clradix.Sorter(ctx)
     sizes = _sizes(ctx)
     queues = [cl.CommandQueue(ctx) for _ in range(THREADS - 1)]
