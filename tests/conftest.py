@@ -1,8 +1,17 @@
 """Test devices and shared fixtures.
 
-Tests run on clradix's default device (PoCL on the CPU on a machine without a GPU). Set
-``CLRADIX_TEST_DEVICES`` to ``all`` to run on every device that builds kernels, or to a
-comma-separated list of name substrings to pick devices.
+Tests run on clradix's default device (PoCL on the CPU on a machine without a GPU). Two ways pick
+other devices (only those that build kernels; a choice that leaves none is a usage error):
+
+- ``CLRADIX_TEST_DEVICES``: ``all`` for every device, or a comma-separated list of substrings of
+  "platform name device name" (case-insensitive), e.g. ``intel`` or ``pocl,nvidia``;
+- ``PYOPENCL_TEST``, pyopencl's own: ``platform[:device,device][;platform...]``, each a number
+  or a substring of the name, e.g. ``portable`` or ``0:1`` (read when ``CLRADIX_TEST_DEVICES``
+  is not set).
+
+Every test that takes the ``ctx`` fixture runs once per device, on one context per device for
+the whole session: built programs are cached per context (``clradix.render.programs_for``), so a
+kernel configuration is built once however many tests use it.
 """
 
 import atexit
@@ -14,10 +23,15 @@ import zlib
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
+import clradix
 from clradix.device import all_devices, can_build, default_device
+from clradix.keys import key_codec
+
+from reference import bits_of, compare_topk, ref_argsort
 
 
 # Tests never see the user's autotuning cache (tests of the cache point it elsewhere themselves).
@@ -28,6 +42,16 @@ os.environ.pop("CLRADIX_NO_TUNING", None)
 
 def _test_devices():
     spec = os.environ.get("CLRADIX_TEST_DEVICES", "").strip()
+    if not spec and os.environ.get("PYOPENCL_TEST", "").strip():
+        try:
+            chosen = cl.tools.get_test_platforms_and_devices()
+        except RuntimeError as exc:  # pyopencl's "no platform/device matching ..."
+            raise pytest.UsageError(f"PYOPENCL_TEST={os.environ['PYOPENCL_TEST']!r}: {exc}")
+        picked = [d for _, devs in chosen for d in devs if can_build(d)]
+        if not picked:
+            raise pytest.UsageError(f"PYOPENCL_TEST={os.environ['PYOPENCL_TEST']!r} matches no "
+                                    "device that builds kernels")
+        return picked
     if not spec:
         return [default_device()]
     usable = [d for d in all_devices() if can_build(d)]
@@ -123,3 +147,125 @@ def returns_within(fn, release, seconds=60):
     if err:
         raise err[0]
     return ok
+
+
+SORT_OPS = ("keys", "pairs", "argsort")
+
+
+def check_sort(queue, sorter, keys, op="keys", *, values=None, descending=False, begin_bit=0,
+               end_bit=None, allocator=None, out=False, pad=0, values_as_buffer=False,
+               to_device=None, what=""):
+    """Sort or argsort ``keys`` (a numpy array) on the device, read the results back and compare
+    them bit for bit with numpy. Returns argsort's index array as the call returned it (to check
+    where its memory came from), None for a sort.
+
+    ``op``: "keys" sorts the keys alone, "pairs" the keys with ``values`` (a numpy array of any
+    value width, compared byte for byte; None: each key's position as uint32, so the values read
+    back are the order itself), "argsort" returns the order and must leave the keys alone.
+    ``sorter``: a clradix.Sorter, or None for the numpy-like clradix.sort / clradix.argsort (which
+    leave their input alone; "keys" and "argsort" only, no bit range).
+
+    The reference is clradix's order (``ref_argsort``: stable, NaN last, -0.0 == +0.0, the bit
+    range and direction asked for); sorts of every bit in ascending order are also compared with
+    numpy's own np.sort / np.argsort (kind="stable"), independently of that reference.
+
+    ``allocator`` goes to the call (temporaries, argsort's index array); ``out=True`` argsorts
+    into a given index array that is poisoned first (so an index the kernels never write cannot
+    pass). ``pad`` puts the keys ``pad`` elements into a larger array whose other elements must
+    keep their bits. ``values_as_buffer`` passes the values as a plain Buffer with
+    ``value_dtype=`` (instead of an Array, which says its dtype). ``to_device`` copies a host
+    array to the device (default: ``cl_array.to_device`` on ``queue``). ``what`` heads every
+    failure message.
+    """
+    assert op in SORT_OPS, op
+    to_device = to_device or (lambda a: cl_array.to_device(queue, a))
+    codec = key_codec(keys.dtype)
+    full = (begin_bit, codec.bits if end_bit is None else end_bit) == (0, codec.bits)
+    bits = dict(begin_bit=begin_bit, end_bit=end_bit)
+    order = ref_argsort(keys, descending=descending, **bits)
+    what = f"{what} {op} of {keys.size} {keys.dtype} keys{' descending' if descending else ''}" + (
+        "" if full else f" bits [{begin_bit}, {end_bit})")
+    n = keys.size
+    around = keys
+    if pad:
+        # the padding: fresh bits of the keys' type, seeded by the size (repeatable)
+        pad_bits = np.random.default_rng(n).integers(0, 256, 2 * pad * keys.itemsize, np.uint8)
+        around = np.concatenate([pad_bits[:pad * keys.itemsize].view(keys.dtype), keys,
+                                 pad_bits[pad * keys.itemsize:].view(keys.dtype)])
+    d_all = to_device(around)
+    d_keys = d_all[pad:pad + n] if pad else d_all
+    if op == "argsort":
+        if sorter is None:
+            assert not out and full, "clradix.argsort takes no out= or bit range"
+            idx = clradix.argsort(d_keys, descending=descending)
+        else:
+            given = None
+            if out:
+                given = cl_array.empty(queue, n, np.uint32)
+                if n:
+                    poison(queue, given.base_data)
+            idx, evt = sorter.argsort(queue, d_keys, descending=descending, allocator=allocator,
+                                      out=given, **bits)
+            assert isinstance(evt, cl.Event) and (given is None or idx is given), what
+            evt.wait()
+        got = idx.get()
+        assert got.dtype == np.uint32 and got.shape == (n,), what
+        np.testing.assert_array_equal(got, order, err_msg=what)
+        if full and not descending:
+            np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"), err_msg=what)
+        np.testing.assert_array_equal(bits_of(d_all.get()), bits_of(around),
+                                      err_msg=f"{what}: the keys changed")
+        return idx
+    d_vals = vals = None
+    if op == "pairs":
+        vals = np.arange(n, dtype=np.uint32) if values is None else values
+        d_vals = to_device(vals)
+    if sorter is None:
+        assert op == "keys" and full, "clradix.sort sorts keys alone, by every bit"
+        result = clradix.sort(d_keys, descending=descending)
+        assert result is not d_keys, what
+        np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys),
+                                      err_msg=f"{what}: clradix.sort changed its input")
+        got_all = np.concatenate([around[:pad], result.get(), around[pad + n:]])
+    else:
+        kw = dict(values=d_vals)
+        if values_as_buffer:
+            kw = dict(values=d_vals.data, value_dtype=vals.dtype)
+        evt = sorter.sort(queue, d_keys, descending=descending, allocator=allocator, **kw, **bits)
+        assert isinstance(evt, cl.Event), what
+        evt.wait()
+        got_all = d_all.get()
+    got = got_all[pad:pad + n]
+    np.testing.assert_array_equal(bits_of(got), bits_of(keys[order]), err_msg=what)
+    if full and not descending:
+        np.testing.assert_array_equal(bits_of(got), bits_of(np.sort(keys, kind="stable")),
+                                      err_msg=what)
+    if pad:
+        np.testing.assert_array_equal(bits_of(got_all[:pad]), bits_of(around[:pad]),
+                                      err_msg=f"{what}: an element before the keys changed")
+        np.testing.assert_array_equal(bits_of(got_all[pad + n:]), bits_of(around[pad + n:]),
+                                      err_msg=f"{what}: an element after the keys changed")
+    if vals is not None:
+        np.testing.assert_array_equal(d_vals.get().view(np.uint8), vals[order].view(np.uint8),
+                                      err_msg=f"{what}: values")
+
+
+def check_topk(queue, x, k, largest=True, sorted_=True, selector=None, to_device=None):
+    """Top-k of ``x`` (a 1-D or 2-D numpy array; each row) on the device, compared bit for bit
+    with numpy (``compare_topk``: ties by position, NaN the largest; unsorted results as sets),
+    the input unchanged and the outputs' shapes and dtypes checked. ``selector``: a
+    clradix.Selector, or None for clradix.topk. Returns (values, indices) as the call returned
+    them."""
+    to_device = to_device or (lambda a: cl_array.to_device(queue, a))
+    a = to_device(x)
+    if selector is None:
+        values, indices = clradix.topk(a, k, largest=largest, sorted=sorted_)
+    else:
+        values, indices, evt = selector.topk(queue, a, k, largest=largest, sorted=sorted_)
+        assert isinstance(evt, cl.Event)
+        evt.wait()
+    assert values.shape == indices.shape == x.shape[:-1] + (k,)
+    assert values.dtype == x.dtype and indices.dtype == np.uint32
+    compare_topk(x, k, values, indices, largest, sorted_)
+    np.testing.assert_array_equal(bits_of(a.get()), bits_of(x), err_msg="top-k changed its input")
+    return values, indices

@@ -36,7 +36,7 @@ def ref_topk(x, k, largest=True):
     return np.take_along_axis(x, order, -1), order
 
 
-def check_topk(x, k, values, indices, largest, sorted_):
+def compare_topk(x, k, values, indices, largest, sorted_):
     """Compare a top-k result (arrays or numpy) with the reference, row by row; unsorted results
     are compared as sets (in the order of positions)."""
     x2 = np.atleast_2d(x)

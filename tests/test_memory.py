@@ -13,32 +13,14 @@ import pytest
 import clradix
 
 from data import DISTRIBUTIONS, float_specials
-from conftest import FailingAllocator
-from reference import bits_of, ref_argsort
+from conftest import FailingAllocator, check_sort
+from reference import bits_of
 
 
 def _sizes(ctx, dtype):
     """One size per algorithm the planner uses here: a single tile and several tiles."""
     tile = clradix.Sorter(ctx).plan(ctx.devices[0], dtype, 1).tile
     return [tile - 3, 5 * tile + 11]
-
-
-def _check_sort(queue, sorter, keys, allocator=None, descending=False):
-    d_keys = cl_array.to_device(queue, keys)
-    d_vals = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
-    sorter.sort(queue, d_keys, values=d_vals, descending=descending, allocator=allocator).wait()
-    order = ref_argsort(keys, descending=descending)
-    np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys[order]))
-    np.testing.assert_array_equal(d_vals.get(), order)
-
-
-def _check_argsort(queue, sorter, keys, allocator=None, descending=False):
-    d_keys = cl_array.to_device(queue, keys)
-    idx, evt = sorter.argsort(queue, d_keys, descending=descending, allocator=allocator)
-    evt.wait()
-    np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=descending))
-    np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))
-    return idx
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.uint64, np.int16], ids=["float32", "uint64", "int16"])
@@ -49,8 +31,8 @@ def test_memory_pool_on_the_sorter(ctx, queue, rng, dtype):
         # several rounds: later ones get blocks that hold earlier sorts' data (stale, not zero)
         for rnd in range(3):
             keys = DISTRIBUTIONS["float_specials" if rnd % 2 else "distinct16"](rng, dtype, n)
-            _check_sort(queue, sorter, keys, descending=bool(rnd == 2))
-            idx = _check_argsort(queue, sorter, keys, descending=bool(rnd == 1))
+            check_sort(queue, sorter, keys, "pairs", descending=bool(rnd == 2))
+            idx = check_sort(queue, sorter, keys, "argsort", descending=bool(rnd == 1))
             assert idx.allocator is pool  # the index array comes from the pool too
             del idx
     assert pool.managed_bytes > 0  # temporaries came from the pool
@@ -64,13 +46,13 @@ def test_memory_pool_per_call_wins(ctx, queue, rng):
     sorter = clradix.Sorter(ctx, allocator=pool_sorter)
     n = _sizes(ctx, np.float32)[1]
     keys = float_specials(rng, np.float32, n)
-    _check_sort(queue, sorter, keys, allocator=pool_call)
-    idx = _check_argsort(queue, sorter, keys, allocator=pool_call, descending=True)
+    check_sort(queue, sorter, keys, "pairs", allocator=pool_call)
+    idx = check_sort(queue, sorter, keys, "argsort", allocator=pool_call, descending=True)
     assert pool_sorter.managed_bytes == 0
     assert pool_call.active_blocks == 1 and idx.allocator is pool_call
     # and a Sorter without one takes the pool of the call
     plain = clradix.Sorter(ctx)
-    _check_sort(queue, plain, keys, allocator=pool_call)
+    check_sort(queue, plain, keys, "pairs", allocator=pool_call)
     assert pool_sorter.managed_bytes == 0
 
 
@@ -85,10 +67,8 @@ def test_pool_sizes_match_temp_bytes(ctx, queue, rng):
             asked.append(nbytes)
             return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
         keys = DISTRIBUTIONS["uniform"](rng, dtype, n)
-        d_keys = cl_array.to_device(queue, keys)
-        d_vals = None if vdt is None else cl_array.to_device(queue, np.arange(n).astype(vdt))
-        sorter.sort(queue, d_keys, values=d_vals, allocator=counting).wait()
-        np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys[ref_argsort(keys)]))
+        check_sort(queue, sorter, keys, "keys" if vdt is None else "pairs", allocator=counting,
+                   values=None if vdt is None else np.arange(n).astype(vdt))
         assert sum(asked) == sorter.temp_bytes(n, dtype, vdt)
 
 
@@ -117,7 +97,7 @@ def test_failed_allocation_is_clear_and_changes_nothing(ctx, queue, rng, how, ok
         np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))
         np.testing.assert_array_equal(d_vals.get(), vals)
     # the Sorter still works afterwards
-    _check_sort(queue, sorter, keys)
+    check_sort(queue, sorter, keys, "pairs")
 
 
 def test_failing_sorter_allocator(ctx, queue, rng):
@@ -148,13 +128,13 @@ def test_default_pool_per_queue(ctx, queue, rng):
     n = _sizes(ctx, np.float32)[1]
     for rnd in range(3):
         keys = DISTRIBUTIONS["float_specials" if rnd % 2 else "uniform"](rng, np.float32, n)
-        _check_sort(queue, sorter, keys, descending=rnd == 2)
-        idx = _check_argsort(queue, sorter, keys)
+        check_sort(queue, sorter, keys, "pairs", descending=rnd == 2)
+        idx = check_sort(queue, sorter, keys, "argsort")
         assert idx.allocator is None
     pool = sorter._pools.allocator(queue)
     assert pool.managed_bytes > 0 and pool.active_blocks == 0 and pool.held_blocks > 0
     other = cl.CommandQueue(ctx)
-    _check_sort(other, sorter, float_specials(rng, np.float32, n))
+    check_sort(other, sorter, float_specials(rng, np.float32, n), "pairs")
     assert sorter._pools.allocator(other) is not pool
     sorter.free_memory()
     assert pool.held_blocks == 0
@@ -164,4 +144,4 @@ def test_default_pool_per_queue(ctx, queue, rng):
     except cl.Error:
         return  # the device has no out-of-order queues
     assert sorter._pools.allocator(ooo) is None
-    _check_sort(ooo, sorter, float_specials(rng, np.float32, n))
+    check_sort(ooo, sorter, float_specials(rng, np.float32, n), "pairs")

@@ -48,8 +48,8 @@ from clradix import sizes
 from clradix.device import DeviceProfile
 from clradix.policy import RANKINGS, ranking_backends
 
+import conftest
 from data import float_specials
-from reference import bits_of, check_topk, ref_argsort
 
 pytestmark = pytest.mark.skipif(
     "oclgrind" not in os.environ.get("CLRADIX_TEST_DEVICES", "").lower(),
@@ -73,7 +73,6 @@ OTHER_DTYPES = [d for d in DTYPES if d not in MAIN_DTYPES]
 VALUE_DTYPE = {"uint8": "V16", "uint16": "uint8", "uint32": "uint64", "uint64": "uint16",
                "int8": "uint32", "int16": "uint64", "int32": "uint16", "int64": "V16",
                "float16": "uint8", "float32": "uint32", "float64": "V16"}
-MODES = ("keys", "key-value", "argsort")
 
 # Tiny tiles, so that tiny sorts have several: each algorithm's policy and its size of sort.
 WG, IPT = 32, 2
@@ -217,33 +216,20 @@ def _values(rng, n, dtype):
     return rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8).view(dtype)
 
 
-def check_sort(g, sorter, keys, mode, *, descending=False, begin_bit=0, end_bit=None, rng=None):
-    """Sort (``mode`` "keys" or "key-value") or argsort ``keys`` on oclgrind; compare with numpy."""
-    q = g.queue
-    kw = dict(descending=descending, begin_bit=begin_bit, end_bit=end_bit)
-    order = ref_argsort(keys, **kw)
-    d = g.to_device(keys)
-    if mode == "argsort":
-        idx, evt = sorter.argsort(q, d, **kw)
+def check_sort(g, sorter, keys, mode, *, rng=None, **kw):
+    """Sort (``mode`` "keys" or "pairs", the values of ``VALUE_DTYPE``) or argsort ``keys`` on
+    oclgrind, compared with numpy (conftest.check_sort), every buffer kept."""
+    values = _values(rng, keys.size, VALUE_DTYPE[keys.dtype.name]) if mode == "pairs" else None
+    idx = conftest.check_sort(g.queue, sorter, keys, mode, values=values, to_device=g.to_device,
+                              **kw)
+    if idx is not None:
         g.keep(idx)
-        evt.wait()
-        np.testing.assert_array_equal(idx.get(), order)
-        np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys))  # keys left alone
-        return
-    vals = v = None
-    if mode == "key-value":
-        vals = _values(rng, keys.size, VALUE_DTYPE[keys.dtype.name])
-        v = g.to_device(vals)
-    sorter.sort(q, d, values=v, **kw).wait()
-    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys[order]))
-    if vals is not None:
-        np.testing.assert_array_equal(v.get().view(np.uint8), vals[order].view(np.uint8))
 
 
 # ----------------------------------------------------------------------------- every algorithm
 
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
 @pytest.mark.parametrize("dtype", MAIN_DTYPES, ids=str)
 @pytest.mark.parametrize("radix_bits", [2, 4, 8])
 @pytest.mark.parametrize("algorithm", list(POLICIES))
@@ -259,8 +245,8 @@ def test_other_key_kinds(g, rng, algorithm, dtype):
     """Signed integers and float16: key-value, both directions."""
     sorter = g.sorter(radix_bits=4, **POLICIES[algorithm])
     keys = float_specials(rng, dtype, SIZES[algorithm])
-    check_sort(g, sorter, keys, "key-value", rng=rng)
-    check_sort(g, sorter, keys, "key-value", descending=True, rng=rng)
+    check_sort(g, sorter, keys, "pairs", rng=rng)
+    check_sort(g, sorter, keys, "pairs", descending=True, rng=rng)
 
 
 @pytest.mark.parametrize("algorithm", list(POLICIES))
@@ -268,7 +254,7 @@ def test_bit_ranges_and_no_bits(g, rng, algorithm):
     """A bit range inside the key, and an argsort by no bits (the iota kernel)."""
     sorter = g.sorter(radix_bits=4, **POLICIES[algorithm])
     keys = float_specials(rng, np.uint32, SIZES[algorithm])
-    check_sort(g, sorter, keys, "key-value", begin_bit=3, end_bit=13, rng=rng)
+    check_sort(g, sorter, keys, "pairs", begin_bit=3, end_bit=13, rng=rng)
     check_sort(g, sorter, keys, "argsort", begin_bit=5, end_bit=5)
 
 
@@ -277,7 +263,7 @@ def test_64bit_offsets(g, rng, algorithm, monkeypatch):
     """The kernels with 64-bit indices and offsets (used from 2**31 keys on)."""
     monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
     sorter = clradix.Sorter(g.context, radix_bits=8, allocator=g.alloc, **POLICIES[algorithm])
-    for mode in MODES:
+    for mode in conftest.SORT_OPS:
         check_sort(g, sorter, float_specials(rng, np.float32, SIZES[algorithm]), mode, rng=rng)
 
 
@@ -308,7 +294,7 @@ ONESWEEP_CASES = {
 
 def _onesweep_case(g, rng, sorter):
     n = 10 * TILE + 3
-    check_sort(g, sorter, float_specials(rng, np.float32, n), "key-value", rng=rng)
+    check_sort(g, sorter, float_specials(rng, np.float32, n), "pairs", rng=rng)
     check_sort(g, sorter, float_specials(rng, np.uint64, n), "argsort", descending=True)
 
 
@@ -332,7 +318,7 @@ def test_onesweep_portions(g, rng, monkeypatch):
     """Sorts of several portions (launches per pass; from 2**28 keys on)."""
     monkeypatch.setattr(onesweep, "PORTION", 3 * TILE + 5)
     sorter = _onesweep(g, "local", radix_bits=8)
-    check_sort(g, sorter, float_specials(rng, np.float64, 11 * TILE + 1), "key-value", rng=rng)
+    check_sort(g, sorter, float_specials(rng, np.float64, 11 * TILE + 1), "pairs", rng=rng)
     check_sort(g, sorter, float_specials(rng, np.uint16, 7 * TILE), "argsort", descending=True)
 
 
@@ -355,11 +341,7 @@ TOPK_CASES = [
 def test_topk(g, rng, shape, k, largest, srt, dtype):
     a = float_specials(rng, np.dtype(dtype), int(np.prod(shape))).reshape(shape)
     k = shape[-1] if k == -1 else k
-    values, indices = g.keep(*clradix.topk(g.to_device(a), k, largest=largest, sorted=srt))
-    # check_topk compares row by row (np.atleast_2d), so the shapes are checked here
-    assert values.shape == indices.shape == shape[:-1] + (k,)
-    assert values.dtype == a.dtype
-    check_topk(a, k, values, indices, largest, srt)
+    g.keep(*conftest.check_topk(g.queue, a, k, largest, srt, to_device=g.to_device))
 
 
 @pytest.mark.parametrize("rows", [1, 3])
@@ -369,10 +351,7 @@ def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     g = g_without_uninitialized
     sel = clradix.Selector(g.context, sort_size=2, allocator=g.alloc)
     a = float_specials(rng, np.dtype("float32"), rows * 90).reshape(rows, 90)
-    values, indices, _ = sel.topk(g.queue, g.to_device(a), 7)
-    g.keep(values, indices)
-    assert values.shape == indices.shape == (rows, 7)
-    check_topk(a, 7, values, indices, True, True)
+    g.keep(*conftest.check_topk(g.queue, a, 7, selector=sel, to_device=g.to_device))
 
 
 def test_topk_many_tiles_per_group(g, rng):
@@ -381,7 +360,4 @@ def test_topk_many_tiles_per_group(g, rng):
     sel = clradix.Selector(g.context, items_per_thread=2, groups_per_cu=1, allocator=g.alloc)
     a = (rng.integers(0, 40, 2 * 1500).astype(np.float32) - 20).reshape(2, 1500)
     for k in (3, 700):
-        values, indices, _ = sel.topk(g.queue, g.to_device(a), k)
-        g.keep(values, indices)
-        assert values.shape == indices.shape == (2, k)
-        check_topk(a, k, values, indices, True, True)
+        g.keep(*conftest.check_topk(g.queue, a, k, selector=sel, to_device=g.to_device))

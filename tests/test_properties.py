@@ -10,8 +10,6 @@ sets how many.
 import os
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,9 +17,8 @@ from hypothesis import strategies as st
 import clradix
 from clradix.keys import KEY_DTYPES, key_codec
 
-from conftest import poison
+from conftest import check_sort
 from data import all_equal, float_specials, reverse_sorted, sorted_keys, special_bits, uniform
-from reference import bits_of, ref_argsort
 
 EXAMPLES = int(os.environ.get("CLRADIX_HYPOTHESIS_EXAMPLES", "200"))
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
@@ -76,14 +73,6 @@ def _edges(sorter, device, dtype):
     return sorted(out)
 
 
-def _poisoning_allocator(queue):
-    def alloc(nbytes):
-        buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
-        poison(queue, buf)
-        return buf
-    return alloc
-
-
 @st.composite
 def cases(draw, edges_of, dtypes=tuple(DTYPES), modes=MODES):
     dtype = draw(st.sampled_from(dtypes))
@@ -121,65 +110,32 @@ def test_edges_cover_the_planned_tiles(sorter, ctx, edges_of):
         assert sorter.plan(dev, dtype, edges[-1]).tile < edges[-1]
 
 
-def _check_case(queue, sorter, c):
-    dtype, n, mode = c["dtype"], c["n"], c["mode"]
-    rng = np.random.default_rng(c["seed"])
-    keys = DISTRIBUTIONS[c["dist"]](rng, dtype, n)
-    kw = dict(descending=c["descending"], begin_bit=c["begin_bit"], end_bit=c["end_bit"])
-    order = ref_argsort(keys, **kw)
-    # the keys sit in the middle of a larger array: the elements around them must not change
-    around = uniform(rng, dtype, n + 2 * PAD)
-    around[PAD:PAD + n] = keys
-    d_all = cl_array.to_device(queue, around)
-    d_keys = d_all[PAD:PAD + n]
-    alloc = _poisoning_allocator(queue)
-    what = f"{c}"
-    if mode == "argsort":
-        out = cl_array.empty(queue, n, np.uint32)
-        if n:
-            poison(queue, out.base_data)
-        idx, evt = sorter.argsort(queue, d_keys, out=out, allocator=alloc, **kw)
-        evt.wait()
-        assert idx is out
-        np.testing.assert_array_equal(idx.get(), order, err_msg=what)
-        np.testing.assert_array_equal(bits_of(d_all.get()), bits_of(around), err_msg=what)
-        return
-    vals = None
-    if mode == "pairs":
-        vals = cl_array.to_device(queue, np.arange(n, dtype=np.uint32))
-    sorter.sort(queue, d_keys, values=vals, allocator=alloc, **kw).wait()
-    got = d_all.get()
-    np.testing.assert_array_equal(bits_of(got[PAD:PAD + n]), bits_of(keys[order]), err_msg=what)
-    np.testing.assert_array_equal(bits_of(got[:PAD]), bits_of(around[:PAD]), err_msg=what)
-    np.testing.assert_array_equal(bits_of(got[PAD + n:]), bits_of(around[PAD + n:]), err_msg=what)
-    if vals is not None:
-        np.testing.assert_array_equal(vals.get(), order, err_msg=what)
-    if (kw["begin_bit"], kw["end_bit"]) == (0, key_codec(dtype).bits) and not kw["descending"]:
-        # independent of clradix's reference: numpy's own stable sort and argsort
-        np.testing.assert_array_equal(bits_of(got[PAD:PAD + n]),
-                                      bits_of(np.sort(keys, kind="stable")), err_msg=what)
-        if vals is not None:
-            np.testing.assert_array_equal(vals.get(), np.argsort(keys, kind="stable"),
-                                          err_msg=what)
+def _check_case(queue, sorter, alloc, c):
+    """One drawn case; the keys sit in the middle of a larger array, whose other elements must
+    keep their bits, and temporaries and argsort's output start full of poison."""
+    keys = DISTRIBUTIONS[c["dist"]](np.random.default_rng(c["seed"]), c["dtype"], c["n"])
+    check_sort(queue, sorter, keys, c["mode"], descending=c["descending"],
+               begin_bit=c["begin_bit"], end_bit=c["end_bit"], allocator=alloc, out=True,
+               pad=PAD, what=str(c))
 
 
-def test_sort_matches_numpy(queue, sorter, edges_of):
+def test_sort_matches_numpy(queue, sorter, edges_of, poisoning_allocator):
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(c=cases(edges_of))
     def check(c):
-        _check_case(queue, sorter, c)
+        _check_case(queue, sorter, poisoning_allocator, c)
     check()
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_every_dtype_and_mode(queue, sorter, edges_of, dtype, mode):
+def test_every_dtype_and_mode(queue, sorter, edges_of, poisoning_allocator, dtype, mode):
     """A few examples per dtype and mode, so that each is drawn whatever the budget above."""
     @settings(max_examples=max(3, EXAMPLES // 40), deadline=None, derandomize=True,
               database=None, suppress_health_check=[HealthCheck.too_slow,
                                                     HealthCheck.data_too_large])
     @given(c=cases(edges_of, dtypes=(dtype,), modes=(mode,)))
     def check(c):
-        _check_case(queue, sorter, c)
+        _check_case(queue, sorter, poisoning_allocator, c)
     check()

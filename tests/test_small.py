@@ -9,8 +9,9 @@ import clradix
 from clradix.keys import KEY_DTYPES
 from clradix.policy import PolicyError
 
+from conftest import check_sort
 from data import DISTRIBUTIONS, float_specials
-from reference import bits_of, ref_argsort
+from reference import bits_of
 
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 
@@ -20,48 +21,32 @@ def small(ctx):
     return clradix.Sorter(ctx, algorithm="single_wg")
 
 
-def run(queue, sorter, keys, **kw):
-    d = cl_array.to_device(queue, keys)
-    v = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
-    evt = sorter.sort(queue, d, values=v, **kw)
-    evt.wait()
-    order = ref_argsort(keys, **kw)
-    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys[order]))
-    np.testing.assert_array_equal(v.get(), order)
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d) for d in DTYPES])
 def test_sizes_and_directions(ctx, queue, small, rng, dtype):
     tile = small.plan(ctx.devices[0], dtype, 1).tile
     for n in (2, 3, 255, 256, 257, 1000, tile - 1, tile):
         keys = float_specials(rng, dtype, n)
-        run(queue, small, keys)
-        run(queue, small, keys, descending=True)
+        check_sort(queue, small, keys, "pairs")
+        check_sort(queue, small, keys, "pairs", descending=True)
 
 
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 def test_distributions_and_bits(ctx, queue, small, rng, dist):
     keys = DISTRIBUTIONS[dist](rng, np.int32, 3001)
-    run(queue, small, keys)
+    check_sort(queue, small, keys, "pairs")
     for begin, end in ((0, 0), (3, 11), (8, 32), (31, 32)):
-        run(queue, small, keys, begin_bit=begin, end_bit=end)
+        check_sort(queue, small, keys, "pairs", begin_bit=begin, end_bit=end)
 
 
 def test_argsort_and_value_widths(ctx, queue, small, rng):
     # 2049 keys, or the widest value's tile where local memory is smaller (48 KiB on NVIDIA)
     tile = small.plan(ctx.devices[0], np.float64, 1, value_dtype=np.dtype("V16")).tile
     keys = float_specials(rng, np.float64, min(2049, tile))
-    d = cl_array.to_device(queue, keys)
     for desc in (False, True):
-        idx, evt = small.argsort(queue, d, descending=desc)
-        np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=desc))
-    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys))
-    order = ref_argsort(keys)
+        check_sort(queue, small, keys, "argsort", descending=desc)
     for vdt in (np.uint8, np.uint16, np.uint64, np.dtype("V16")):
         vals = rng.integers(0, 256, keys.size * np.dtype(vdt).itemsize, dtype=np.uint8).view(vdt)
-        dk, dv = cl_array.to_device(queue, keys), cl_array.to_device(queue, vals)
-        small.sort(queue, dk, values=dv).wait()
-        np.testing.assert_array_equal(dv.get().view(np.uint8), vals[order].view(np.uint8))
+        check_sort(queue, small, keys, "pairs", values=vals)
 
 
 def test_view_with_offset_leaves_the_rest(ctx, queue, small, rng):

@@ -9,7 +9,7 @@ import clradix
 from clradix import sizes as sizes_mod
 from clradix.keys import KEY_DTYPES
 
-from conftest import poison
+from conftest import check_sort
 from data import DISTRIBUTIONS, float_specials, uniform
 from reference import bits_of, ref_argsort
 
@@ -29,38 +29,23 @@ def sorters(ctx):
     return s
 
 
-def run_sort(queue, sorter, keys, with_values=True, allocator=None, **kw):
-    """Sort ``keys`` (values = original index) on the device; return (keys, values) read back."""
-    d_keys = cl_array.to_device(queue, keys)
-    d_vals = None
-    if with_values:
-        d_vals = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
-    evt = sorter.sort(queue, d_keys, values=d_vals, allocator=allocator, **kw)
-    assert isinstance(evt, cl.Event)
-    evt.wait()
-    return d_keys.get(), (d_vals.get() if with_values else None)
-
-
-def check(keys, out_keys, out_vals, **kw):
-    order = ref_argsort(keys, **kw)
-    np.testing.assert_array_equal(bits_of(out_keys), bits_of(keys[order]))
-    if out_vals is not None:
-        np.testing.assert_array_equal(out_vals, order)
-
-
 BOUNDARY_SIZES = [0, 1, 2, WG - 1, WG, WG + 1, TILE - 1, TILE, TILE + 1, 37 * TILE + 19]
+
+
+# The radix bits at which each dtype's keys are also sorted alone (round the dtypes, so that every
+# radix bits sorts keys alone of several widths): every configuration is a kernel build, and the
+# key-value kernels of every dtype and radix bits are built anyway.
+KEYS_ONLY_RADIX = {d: (2, 4, 8)[i % 3] for i, d in enumerate(DTYPES)}
 
 
 @pytest.mark.parametrize("radix_bits", [2, 4, 8])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
 def test_boundary_sizes(queue, sorters, rng, poisoning_allocator, dtype, radix_bits):
     for n in BOUNDARY_SIZES:
-        keys = uniform(rng, dtype, n)
-        out_k, out_v = run_sort(queue, sorters[radix_bits], keys, allocator=poisoning_allocator)
-        check(keys, out_k, out_v)
-    keys = float_specials(rng, dtype, 3 * TILE + 5)
-    out_k, _ = run_sort(queue, sorters[radix_bits], keys, with_values=False)
-    check(keys, out_k, None)
+        check_sort(queue, sorters[radix_bits], uniform(rng, dtype, n), "pairs",
+                   allocator=poisoning_allocator)
+    check_sort(queue, sorters[radix_bits], float_specials(rng, dtype, 3 * TILE + 5),
+               "keys" if KEYS_ONLY_RADIX[dtype] == radix_bits else "pairs")
 
 
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
@@ -68,23 +53,18 @@ def test_boundary_sizes(queue, sorters, rng, poisoning_allocator, dtype, radix_b
 def test_distributions(queue, sorters, rng, dtype, dist):
     keys = DISTRIBUTIONS[dist](rng, dtype, 11 * TILE + 77)
     for which in (4, "default"):
-        out_k, out_v = run_sort(queue, sorters[which], keys)
-        check(keys, out_k, out_v)
+        check_sort(queue, sorters[which], keys, "pairs")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
 def test_large(queue, sorters, rng, dtype):
-    keys = float_specials(rng, dtype, 1_000_003)
-    out_k, out_v = run_sort(queue, sorters["default"], keys)
-    check(keys, out_k, out_v)
+    check_sort(queue, sorters["default"], float_specials(rng, dtype, 1_000_003), "pairs")
 
 
 @pytest.mark.parametrize("radix_bits", [2, 4])
 @pytest.mark.parametrize("dtype", [np.uint32, np.float64], ids=["uint32", "float64"])
 def test_large_small_radix(queue, sorters, rng, dtype, radix_bits):
-    keys = uniform(rng, dtype, 1_000_003)
-    out_k, out_v = run_sort(queue, sorters[radix_bits], keys)
-    check(keys, out_k, out_v)
+    check_sort(queue, sorters[radix_bits], uniform(rng, dtype, 1_000_003), "pairs")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
@@ -92,8 +72,7 @@ def test_descending_stable(queue, sorters, rng, dtype):
     for dist in ("distinct16", "float_specials"):
         keys = DISTRIBUTIONS[dist](rng, dtype, 5 * TILE + 3)
         for which in (8, "default"):
-            out_k, out_v = run_sort(queue, sorters[which], keys, descending=True)
-            check(keys, out_k, out_v, descending=True)
+            check_sort(queue, sorters[which], keys, "pairs", descending=True)
 
 
 @pytest.mark.parametrize("dtype,begin,end", [
@@ -103,70 +82,43 @@ def test_descending_stable(queue, sorters, rng, dtype):
 ])
 @pytest.mark.parametrize("radix_bits", [4, 8])
 def test_bit_ranges(queue, sorters, rng, dtype, begin, end, radix_bits):
-    keys = uniform(rng, dtype, 9 * TILE + 1)
-    out_k, out_v = run_sort(queue, sorters[radix_bits], keys, begin_bit=begin, end_bit=end)
-    check(keys, out_k, out_v, begin_bit=begin, end_bit=end)
+    check_sort(queue, sorters[radix_bits], uniform(rng, dtype, 9 * TILE + 1), "pairs",
+               begin_bit=begin, end_bit=end)
 
 
 def test_float_order_matches_numpy_sort(queue, sorters, rng):
     """The codec agrees with numpy's own sort (not only with clradix's reference)."""
     for dtype in (np.float16, np.float32, np.float64):
         keys = float_specials(rng, dtype, 7 * TILE)
-        out_k, _ = run_sort(queue, sorters["default"], keys, with_values=False)
-        np.testing.assert_array_equal(bits_of(out_k), bits_of(np.sort(keys, kind="stable")))
-        idx = clradix.argsort(cl_array.to_device(queue, keys)).get()
-        np.testing.assert_array_equal(idx, np.argsort(keys, kind="stable"))
+        check_sort(queue, sorters["default"], keys)   # checks numpy's np.sort too
+        check_sort(queue, None, keys, "argsort")      # and np.argsort
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
 def test_value_widths(queue, sorters, rng, width):
+    """Values of every width, passed as a Buffer with value_dtype=."""
     n = 6 * TILE + 9
-    keys = distinct16(rng, n)
-    vals = rng.integers(0, 256, n * width, dtype=np.uint8)
-    vdt = np.dtype(f"u{width}") if width <= 8 else np.dtype("V16")
-    d_keys = cl_array.to_device(queue, keys)
-    d_vals = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                       hostbuf=vals)
+    keys = DISTRIBUTIONS["distinct16"](rng, np.uint32, n)
+    vals = rng.integers(0, 256, n * width, dtype=np.uint8).view(
+        np.dtype(f"u{width}") if width <= 8 else np.dtype("V16"))
     for which in (8, "default"):
-        d_keys.set(keys)
-        cl.enqueue_copy(queue, d_vals, vals)
-        sorters[which].sort(queue, d_keys, values=d_vals, value_dtype=vdt).wait()
-        out = np.empty_like(vals)
-        cl.enqueue_copy(queue, out, d_vals)
-        order = ref_argsort(keys)
-        np.testing.assert_array_equal(out.reshape(n, width), vals.reshape(n, width)[order])
-
-
-def distinct16(rng, n):
-    return DISTRIBUTIONS["distinct16"](rng, np.uint32, n)
+        check_sort(queue, sorters[which], keys, "pairs", values=vals, values_as_buffer=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
 def test_argsort(queue, sorters, rng, poisoning_allocator, dtype):
     for n in (0, 1, 2, TILE + 1, 13 * TILE + 5):
         keys = float_specials(rng, dtype, n)
-        d_keys = cl_array.to_device(queue, keys)
         for which in (8, "default"):
             for desc in (False, True):
-                idx, evt = sorters[which].argsort(queue, d_keys, descending=desc,
-                                                  allocator=poisoning_allocator)
-                evt.wait()
-                assert idx.dtype == np.uint32 and idx.shape == (n,)
-                np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=desc))
-        np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))  # input unchanged
+                check_sort(queue, sorters[which], keys, "argsort", descending=desc,
+                           allocator=poisoning_allocator)
 
 
 def test_argsort_out_and_bits(queue, sorters, rng):
-    n = 5 * TILE + 1
-    keys = uniform(rng, np.uint32, n)
-    d_keys = cl_array.to_device(queue, keys)
-    out = cl_array.empty(queue, n, np.uint32)
+    keys = uniform(rng, np.uint32, 5 * TILE + 1)
     for begin, end in ((0, 0), (0, 8), (5, 13), (0, 32)):
-        poison(queue, out.data)
-        idx, evt = sorters[8].argsort(queue, d_keys, out=out, begin_bit=begin, end_bit=end)
-        evt.wait()
-        assert idx is out
-        np.testing.assert_array_equal(out.get(), ref_argsort(keys, begin_bit=begin, end_bit=end))
+        check_sort(queue, sorters[8], keys, "argsort", out=True, begin_bit=begin, end_bit=end)
 
 
 def test_buffer_api_partial_n(queue, sorters, rng):
@@ -214,10 +166,8 @@ def test_array_view_with_offset(queue, sorters, rng):
 def test_odd_pass_count_copies_home(queue, sorters, rng):
     """uint8 keys at 8 bits take one pass: the result must still land in the caller's buffer."""
     keys = uniform(rng, np.uint8, 7 * TILE + 1)
-    out_k, out_v = run_sort(queue, sorters[8], keys)
-    check(keys, out_k, out_v)
-    out_k, out_v = run_sort(queue, sorters[4], keys, begin_bit=0, end_bit=4)
-    check(keys, out_k, out_v, begin_bit=0, end_bit=4)
+    check_sort(queue, sorters[8], keys, "pairs")
+    check_sort(queue, sorters[4], keys, "pairs", begin_bit=0, end_bit=4)
 
 
 def test_wait_for_and_event(queue, sorters, rng):
@@ -241,22 +191,16 @@ def test_index64_kernels(queue, ctx, rng, monkeypatch):
     sorter = clradix.Sorter(ctx, radix_bits=8, wg_size=WG, items_per_thread=IPT)
     for dtype in (np.uint32, np.float64):
         keys = float_specials(rng, dtype, 9 * TILE + 11)
-        out_k, out_v = run_sort(queue, sorter, keys)
-        check(keys, out_k, out_v)
-        idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys), descending=True)
-        np.testing.assert_array_equal(idx.get(), ref_argsort(keys, descending=True))
+        check_sort(queue, sorter, keys, "pairs")
+        check_sort(queue, sorter, keys, "argsort", descending=True)
 
 
 def test_module_functions(queue, rng):
+    """clradix.sort / clradix.argsort: a sorted copy (the input stays), both directions."""
     keys = float_specials(rng, np.float32, 3000)
-    d = cl_array.to_device(queue, keys)
-    s = clradix.sort(d)
-    assert s is not d
-    np.testing.assert_array_equal(bits_of(s.get()), bits_of(np.sort(keys, kind="stable")))
-    np.testing.assert_array_equal(bits_of(d.get()), bits_of(keys))
-    sd = clradix.sort(d, descending=True)
-    np.testing.assert_array_equal(bits_of(sd.get()), bits_of(keys[ref_argsort(keys, True)]))
-    np.testing.assert_array_equal(clradix.argsort(d).get(), np.argsort(keys, kind="stable"))
+    for op in ("keys", "argsort"):
+        for desc in (False, True):
+            check_sort(queue, None, keys, op, descending=desc)
 
 
 def test_many_blocks_and_tiles_per_block(queue, ctx, rng):
@@ -264,6 +208,5 @@ def test_many_blocks_and_tiles_per_block(queue, ctx, rng):
     for bpc in (1, 16):
         sorter = clradix.Sorter(ctx, radix_bits=8, wg_size=WG, items_per_thread=IPT,
                                 blocks_per_cu=bpc)
-        keys = DISTRIBUTIONS["entropy_reduced"](rng, np.uint32, 200 * TILE + 17)
-        out_k, out_v = run_sort(queue, sorter, keys)
-        check(keys, out_k, out_v)
+        check_sort(queue, sorter, DISTRIBUTIONS["entropy_reduced"](rng, np.uint32, 200 * TILE + 17),
+                   "pairs")

@@ -14,8 +14,9 @@ import clradix
 from clradix import driver as passes
 from clradix.policy import PolicyError
 
+from conftest import check_sort
 from data import float_specials
-from reference import bits_of, ref_argsort
+from reference import bits_of
 
 
 def _limit(monkeypatch, limit, only=None):
@@ -35,15 +36,8 @@ def _limit(monkeypatch, limit, only=None):
 
 
 def _sort_and_check(queue, sorter, keys, descending=False):
-    d_keys = cl_array.to_device(queue, keys)
-    d_vals = cl_array.to_device(queue, np.arange(keys.size, dtype=np.uint32))
-    sorter.sort(queue, d_keys, values=d_vals, descending=descending).wait()
-    order = ref_argsort(keys, descending=descending)
-    np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys[order]))
-    np.testing.assert_array_equal(d_vals.get(), order)
-    idx, evt = sorter.argsort(queue, cl_array.to_device(queue, keys))
-    evt.wait()
-    np.testing.assert_array_equal(idx.get(), ref_argsort(keys))
+    check_sort(queue, sorter, keys, "pairs", descending=descending)
+    check_sort(queue, sorter, keys, "argsort")
 
 
 @pytest.mark.parametrize("n", [1000, 40_000], ids=["one_tile", "many_tiles"])
