@@ -104,14 +104,20 @@ ${sp}__global VALUE_T*${r} vals_out, ulong vals_out_off, uint vals_iota,
 ## Exclusive scan, in place, of m entries: entry x (0 <= x < m) is in[at] and out[at], `at` a C
 ## expression of x (the storage order of the entries); out[at] becomes the sum of the entries
 ## before x. Each work-item rakes a contiguous run of entries through `scan` (a wg_scan_fn, over
-## `scratch`). in and out may be the same array. Every work-item must call it.
-<%def name="rake_scan_fn(name, t, space, scan, at='x')">
+## `scratch`). in and out may be the same array. Every work-item must call it. With `per` (a C
+## constant), m is per * WG and each work-item rakes exactly per entries (a loop of known length).
+<%def name="rake_scan_fn(name, t, space, scan, at='x', per=None)">
 static inline void ${name}(${space} const ${t}* in, ${space} ${t}* out, uint m,
 ${' ' * (len(name) + 19)}__local ${t}* scratch, uint lid)
 {
+% if per:
+    const uint b = lid * ${per};
+    const uint e = b + ${per};
+% else:
     const uint per = (m + WG - 1) / WG;
     const uint b = min(lid * per, m);
     const uint e = min(b + per, m);
+% endif
     ${t} sum = 0;
     for (uint x = b; x < e; ++x)
         sum += in[${at}];
