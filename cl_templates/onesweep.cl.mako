@@ -33,7 +33,9 @@
 ## The functions are `static inline`: a plain (C99) inline function that the compiler leaves
 ## uninlined is a call to an external definition that no one provides, and clang leaves large ones
 ## (the ranking, the look-back) uninlined. Steps take the tile's registers as private arrays
-## (KEY_T k[IPT]): once inlined, they stay in registers.
+## (KEY_T k[IPT]): once inlined, they stay in registers. Their pointer parameters are not
+## restrict: an inlined restrict parameter leaves a call to llvm.experimental.noalias.scope.decl,
+## which oclgrind cannot run (the kernels' own restrict parameters say what is not aliased).
 <%namespace name="common" file="common.mako"/>
 <%
     RADIX = 1 << radix_bits
@@ -212,7 +214,7 @@ static inline void tile_histogram(__global const KEY_T* keys, uint portion_len, 
 /* Take a tile id from the launch's counter; zero the subgroup counters; load the pass's digit
    starts (needed only after the look-back: loaded early). Returns the tile id. */
 static inline uint take_tile(__global volatile uint* counters, __local uint* ltile,
-                             __local uint* lcount, __global const INDEX_T* restrict bins_in,
+                             __local uint* lcount, __global const INDEX_T* bins_in,
                              __local INDEX_T* lbins, uint lid)
 {
     if (lid == 0)
@@ -228,7 +230,7 @@ static inline uint take_tile(__global volatile uint* counters, __local uint* lti
 /* load: subgroup w owns keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
    dig[i] is key k[i]'s digit, RADIX for padding (it matches only padding, and is never counted) */
 static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
-                             __global const KEY_T* restrict keys_in, uint base, uint valid,
+                             __global const KEY_T* keys_in, uint base, uint valid,
                              uint shift, uint digit_mask, KEY_T flip, uint w, uint lane)
 {
 ${unroll}
@@ -514,7 +516,7 @@ static inline void look_back(__global volatile uint* status, uint t, __global co
    exclusive prefix; the last tile writes the next portion's digit starts */
 static inline void publish_prefix(__global volatile uint* status, uint slot, uint t, uint epoch,
                                   uint last, __local uint* lprefix, __local const uint* ltotal,
-                                  __local const INDEX_T* lbins, __global INDEX_T* restrict bins_out,
+                                  __local const INDEX_T* lbins, __global INDEX_T* bins_out,
                                   uint lid)
 {
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -553,7 +555,7 @@ static inline void release_slot(uint t, __global volatile uint* done,
    local position; the keys go out from local memory, coalesced; dj[i] is the digit of local
    position i * WG + lid */
 static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lkeys,
-                                __global KEY_T* restrict keys_out, uint write_keys, uint valid,
+                                __global KEY_T* keys_out, uint write_keys, uint valid,
                                 __local INDEX_T* lbase, __local const INDEX_T* lbins,
                                 __local const uint* lprefix, __local const uint* lcount,
                                 uint shift, uint digit_mask, KEY_T flip, uint lid)
@@ -577,8 +579,8 @@ ${unroll}
 /* values: loaded as the keys were, they take the same ranks through the same local memory
    (lvals overlays lkeys: the barriers keep the keys' reads before the values' writes) */
 static inline void scatter_values(__private const uint dest[IPT], __private const uint dj[IPT],
-                                  __global const VALUE_T* restrict vals_in,
-                                  __global VALUE_T* restrict vals_out, uint vals_iota,
+                                  __global const VALUE_T* vals_in,
+                                  __global VALUE_T* vals_out, uint vals_iota,
                                   INDEX_T portion_start, uint base, uint valid,
                                   __local VALUE_T* lvals, __local const INDEX_T* lbase, uint w,
                                   uint lane, uint lid)

@@ -197,10 +197,10 @@ static inline void find_runs(__private uint dd[IPT], __local const KEY_T* lkeys,
 static inline void scatter_tile(__private const uint dd[IPT], __local const KEY_T* lkeys,
                                 __local const ushort* lperm, uint valid, INDEX_T base,
                                 __local const INDEX_T* lrun, __local const uint* lstart,
-                                __global KEY_T* restrict keys_out, uint write_keys,
+                                __global KEY_T* keys_out, uint write_keys,
 % if value_t:
-                                __global const VALUE_T* restrict vals_in,
-                                __global VALUE_T* restrict vals_out, uint vals_iota,
+                                __global const VALUE_T* vals_in,
+                                __global VALUE_T* vals_out, uint vals_iota,
 % endif
                                 uint lid)
 {
