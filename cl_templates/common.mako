@@ -1,4 +1,5 @@
-## Shared pieces of every kernel family: the key codec and work-group scans.
+## Shared pieces of every kernel family: the key codec, the sort kernels' prelude (their #defines,
+## a key's digit, a value's load), work-group scans and votes, subgroup primitives.
 ## Each def emits OpenCL C; a kernel template imports them with
 ##   <%namespace name="common" file="common.mako"/>
 
@@ -47,6 +48,104 @@ inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
     *total = scratch[${wg} - 1];
     barrier(CLK_LOCAL_MEM_FENCE);
     return inclusive - v;
+}
+</%def>
+
+## The start of a sort kernel template (onesweep, reduce_then_scan): the #defines of the key, index
+## and value types and of the tile's shape, the order key, a key's digit and (with values) a value's
+## load. The template's own #defines follow it.
+<%def name="sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, wg, ipt,
+                         value_t)">
+#define KEY_T ${key_t}
+#define INDEX_T ${index_t}
+#define RADIX ${1 << radix_bits}
+#define WG ${wg}
+#define IPT ${ipt}
+#define TILE ${wg * ipt}
+% if value_t:
+#define VALUE_T ${value_t}
+% endif
+
+${order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+/* the digit of key x in a pass: bits [shift, shift + popcount(digit_mask)) of its order key */
+static inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
+{
+    return (uint)(order_key(x, flip) >> shift) & digit_mask;
+}
+% if value_t:
+
+/* the value of the element at index i: vals[i], or with iota (argsort's indices, made by the
+   sort) the index itself, counted from `first` */
+static inline VALUE_T value_at(__global const VALUE_T* vals, INDEX_T i, INDEX_T first, uint iota)
+{
+%   if value_t in ("uint", "ulong"):
+    if (iota)
+        return (VALUE_T)(first + i);
+%   endif
+    return vals[i];
+}
+% endif
+</%def>
+
+## The first parameters of a sort kernel: the keys in and out and, with values, the values in and
+## out (each a buffer and an element offset) and vals_iota (the values are the indices, made by
+## the sort). `pad` spaces indent the lines after the first; a kernel writes
+##   void name(${common.stream_params(value_t, pad) | trim}
+<%def name="stream_params(value_t, pad, restrict=True)" buffered="True">
+<% r = " restrict" if restrict else ""; sp = " " * pad %>
+__global const KEY_T*${r} keys_in, ulong keys_in_off,
+${sp}__global KEY_T*${r} keys_out, ulong keys_out_off,
+% if value_t:
+${sp}__global const VALUE_T*${r} vals_in, ulong vals_in_off,
+${sp}__global VALUE_T*${r} vals_out, ulong vals_out_off, uint vals_iota,
+% endif
+</%def>
+
+## Exclusive scan, in place, of m entries: entry x (0 <= x < m) is in[at] and out[at], `at` a C
+## expression of x (the storage order of the entries); out[at] becomes the sum of the entries
+## before x. Each work-item rakes a contiguous run of entries through `scan` (a wg_scan_fn, over
+## `scratch`). in and out may be the same array. Every work-item must call it. With `per` (a C
+## constant), m is per * WG and each work-item rakes exactly per entries (a loop of known length).
+<%def name="rake_scan_fn(name, t, space, scan, at='x', per=None)">
+static inline void ${name}(${space} const ${t}* in, ${space} ${t}* out, uint m,
+${' ' * (len(name) + 19)}__local ${t}* scratch, uint lid)
+{
+% if per:
+    const uint b = lid * ${per};
+    const uint e = b + ${per};
+% else:
+    const uint per = (m + WG - 1) / WG;
+    const uint b = min(lid * per, m);
+    const uint e = min(b + per, m);
+% endif
+    ${t} sum = 0;
+    for (uint x = b; x < e; ++x)
+        sum += in[${at}];
+    ${t} total;
+    ${t} run = ${scan}(sum, scratch, lid, &total);
+    for (uint x = b; x < e; ++x) {
+        const uint a = ${at};
+        const ${t} c = in[a];
+        out[a] = run;
+        run += c;
+    }
+}
+</%def>
+
+## Whether any work-item of the work-group passes a non-zero `mine`, through the local word *flag.
+## Every work-item must call it; it ends with a barrier, so *flag may be used again at once.
+<%def name="wg_any_fn()">
+static inline uint wg_any(__local uint* flag, uint mine)
+{
+    if (get_local_id(0) == 0)
+        *flag = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (mine)
+        atomic_or(flag, 1u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint any = *flag;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return any;
 }
 </%def>
 

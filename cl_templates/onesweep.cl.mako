@@ -7,7 +7,10 @@
 ##                  local memory in digit order, then look back over predecessors in a ring of
 ##                  status words (so the wait for predecessors comes after the tile's own work,
 ##                  and only local positions are held through it), publish their inclusive prefix
-##                  and write the keys out, coalesced.
+##                  and write the keys out, coalesced. Its steps are functions, in this order:
+##                  take_tile, load_keys, count_digits, claim_slot, publish (the counts),
+##                  rank_keys, rake_scan_counts, scatter_to_local, look_back, publish_prefix,
+##                  release_slot, scatter_keys, scatter_values.
 ##
 ## Work-groups talk to each other only through the status ring, the done words and the counters,
 ## and only with atomic functions (status_load, status_store): by OpenCL's rules a plain access
@@ -27,6 +30,12 @@
 ## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
 ## computes that tile's digit counts from its keys, posts them, and goes on. FORCE_FALLBACK does so
 ## at once, for tests.
+## The functions are `static inline`: a plain (C99) inline function that the compiler leaves
+## uninlined is a call to an external definition that no one provides, and clang leaves large ones
+## (the ranking, the look-back) uninlined. Steps take the tile's registers as private arrays
+## (KEY_T k[IPT]): once inlined, they stay in registers. Their pointer parameters are not
+## restrict: an inlined restrict parameter leaves a call to llvm.experimental.noalias.scope.decl,
+## which oclgrind cannot run (the kernels' own restrict parameters say what is not aliased).
 <%namespace name="common" file="common.mako"/>
 <%
     RADIX = 1 << radix_bits
@@ -53,14 +62,12 @@
 % elif backend == "intel":
 #pragma OPENCL EXTENSION cl_intel_subgroups : enable
 % endif
-#define KEY_T ${key_t}
-#define INDEX_T ${index_t}
-#define RADIX ${RADIX}
-#define WG ${wg}
-#define IPT ${ipt}
-#define TILE ${TILE}
+${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, wg, ipt,
+                      value_t)}
 #define SG ${sg_size}
 #define NW ${NW}
+/* digits per work-item (d = lid, lid + WG, ...) */
+#define DPI ${-(-RADIX // wg)}
 #define RING ${ring}
 #define LOOKBACK ${lookback}
 #define SPIN_LIMIT ${spin_limit}
@@ -73,34 +80,31 @@
 #define FLAG_MASK 0xc0000000u
 #define EPOCH_BIT 0x20000000u
 #define VALUE_MASK 0x1fffffffu
-% if value_t:
-#define VALUE_T ${value_t}
-% endif
 % if backend in ("khr", "intel"):
 #define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
 % else:
 #define SG_ATTR
 % endif
 
-${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
 % if backend == "ptx":
 ${common.wg_scan_warp_fn("wg_scan_uint", wg)}
 % else:
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 % endif
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
+${common.rake_scan_fn("rake_scan_index", "INDEX_T", "__global", "wg_scan_index")}
+/* (the subgroup counters lcount[w * RADIX + d] are scanned digit-major: entry x is digit x / NW
+   of subgroup x % NW) */
+${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
+                      at="(x % NW) * RADIX + x / NW")}
+${common.wg_any_fn()}
 ${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
-
-inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
-{
-    return (uint)(order_key(x, flip) >> shift) & digit_mask;
-}
 
 /* Zero what the first `slots` tiles of a launch use in `ring` (their status and done words, and
    the counters), spread over the work-groups of this launch. There are two rings: each os_pass
    launch uses one and zeroes the other for the next launch, and os_histogram zeroes the first,
    so that no launch of the sort needs a separate fill. */
-inline void clear_ring(__global uint* ring, uint slots)
+static inline void clear_ring(__global uint* ring, uint slots)
 {
     const uint words = slots * (RADIX + 1) + 2;
     const uint groups = get_num_groups(0);
@@ -153,25 +157,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict bins)
 {
     __local INDEX_T scratch[WG];
-    const uint lid = get_local_id(0);
     const uint p = get_group_id(0);
-    hist += p * RADIX;
-    bins += p * RADIX;
-    const uint per = (RADIX + WG - 1) / WG;
-    const uint b = min(lid * per, (uint)RADIX);
-    const uint e = min(b + per, (uint)RADIX);
-    INDEX_T sum = 0;
-    for (uint i = b; i < e; ++i)
-        sum += hist[i];
-    INDEX_T total;
-    INDEX_T run = wg_scan_index(sum, scratch, lid, &total);
-    for (uint i = b; i < e; ++i) {
-        bins[i] = run;
-        run += hist[i];
-    }
+    rake_scan_index(hist + p * RADIX, bins + p * RADIX, RADIX, scratch, get_local_id(0));
 }
 
-inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
+static inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
 
 /* Reads and writes of words that other work-groups access during the launch (status_atomics):
    "ptx" NVIDIA GPUs: PTX's relaxed atomic load and store, as cheap as plain accesses; "c11"
@@ -179,35 +169,35 @@ inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 
    "cl12" OpenCL 1.2, which has no atomic load or store: a read-modify-write that changes nothing,
    and an exchange. */
 % if status_atomics == "ptx":
-inline uint status_load(__global volatile uint* p)
+static inline uint status_load(__global volatile uint* p)
 {
     uint r;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
     return r;
 }
-inline void status_store(__global volatile uint* p, uint v)
+static inline void status_store(__global volatile uint* p, uint v)
 {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 % elif status_atomics == "c11":
-inline uint status_load(__global volatile uint* p)
+static inline uint status_load(__global volatile uint* p)
 {
     return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_relaxed,
                                 memory_scope_device);
 }
-inline void status_store(__global volatile uint* p, uint v)
+static inline void status_store(__global volatile uint* p, uint v)
 {
     atomic_store_explicit((volatile __global atomic_uint*)p, v, memory_order_relaxed,
                           memory_scope_device);
 }
 % else:
-inline uint status_load(__global volatile uint* p) { return atomic_or(p, 0u); }
-inline void status_store(__global volatile uint* p, uint v) { atomic_xchg(p, v); }
+static inline uint status_load(__global volatile uint* p) { return atomic_or(p, 0u); }
+static inline void status_store(__global volatile uint* p, uint v) { atomic_xchg(p, v); }
 % endif
 
 /* The digit counts of tile `u` of the portion, computed from its keys (fallback). */
-inline void tile_histogram(__global const KEY_T* keys, uint portion_len, uint u, uint shift,
-                           uint digit_mask, KEY_T flip, __local uint* lfb, uint lid)
+static inline void tile_histogram(__global const KEY_T* keys, uint portion_len, uint u, uint shift,
+                                  uint digit_mask, KEY_T flip, __local uint* lfb, uint lid)
 {
     for (uint d = lid; d < RADIX; d += WG)
         lfb[d] = 0;
@@ -219,13 +209,407 @@ inline void tile_histogram(__global const KEY_T* keys, uint portion_len, uint u,
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
-void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
-             __global KEY_T* restrict keys_out, ulong keys_out_off,
-% if value_t:
-             __global const VALUE_T* restrict vals_in, ulong vals_in_off,
-             __global VALUE_T* restrict vals_out, ulong vals_out_off, uint vals_iota,
+/* The steps of os_pass, in the order it takes them. */
+
+/* Take a tile id from the launch's counter; zero the subgroup counters; load the pass's digit
+   starts (needed only after the look-back: loaded early). Returns the tile id. */
+static inline uint take_tile(__global volatile uint* counters, __local uint* ltile,
+                             __local uint* lcount, __global const INDEX_T* bins_in,
+                             __local INDEX_T* lbins, uint lid)
+{
+    if (lid == 0)
+        *ltile = atomic_inc(&counters[0]);
+    for (uint e = lid; e < NW * RADIX; e += WG)
+        lcount[e] = 0;
+    for (uint d = lid; d < RADIX; d += WG)
+        lbins[d] = bins_in[d];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *ltile;
+}
+
+/* load: subgroup w owns keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
+   dig[i] is key k[i]'s digit, RADIX for padding (it matches only padding, and is never counted) */
+static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
+                             __global const KEY_T* keys_in, uint base, uint valid,
+                             uint shift, uint digit_mask, KEY_T flip, uint w, uint lane)
+{
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = w * SG * IPT + i * SG + lane;
+        if (j < valid) {
+            k[i] = keys_in[base + j];
+            dig[i] = digit_of(k[i], shift, digit_mask, flip);
+        } else {
+            k[i] = (KEY_T)0;
+            dig[i] = RADIX;
+        }
+    }
+}
+
+/* early counts: the tile's digit histogram in ltotal, published before the ranking so that
+   successors find this tile's counts (and prefix) sooner */
+static inline void count_digits(__private const uint dig[IPT], __local uint* ltotal, uint lid)
+{
+    for (uint d = lid; d < RADIX; d += WG)
+        ltotal[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+${unroll}
+    for (uint i = 0; i < IPT; ++i)
+        if (dig[i] < RADIX)
+            atomic_inc(&ltotal[dig[i]]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* claim the ring slot: its previous owner (t - RING) and every tile that may still read that
+   owner (t - RING + 1 .. t - RING + LOOKBACK) must have finished their look-back. The owner
+   itself matters: until it is done, it may still write its prefix and its done word into
+   this slot (a done word that went back from t + 1 to t - RING + 1 once left a later
+   claimant waiting for ever).
+   Why the wait ends: the tiles waited for took their ids from the atomic counter before this
+   tile did, so their work-groups have started, and a device runs the work-groups it has
+   started. Each of them reaches its done word in a bounded number of steps: its look-back
+   is bounded (spin limit, then fallback) and its own claim waits only for tiles with still
+   smaller ids; tiles below RING claim nothing. By induction on the tile id every claim ends.
+   (It relies on the counter starting at 0 in every launch: the launch before clears it.) */
+static inline void claim_slot(uint t, __global volatile uint* done,
+                              __global volatile uint* counters, __local uint* lflag, uint lid)
+{
+% if ring_guard == "tail":
+    if (lid == 0 && t + LOOKBACK + 1 > RING) {
+        /* tail counts the tiles, from the first on, that are done: tiles 0 .. t - RING +
+           LOOKBACK (which include the owner t - RING) */
+        while ((status_load(&counters[1]) & TAIL_MASK) + RING < t + LOOKBACK + 1)
+            ;
+    }
+% else:
+    if (t >= RING) {
+% if serial_claim:
+        /* one work-item waits for every done word in turn: on oclgrind 21.10 a wait shared by
+           several work-items of a group never ended (with or without barriers in it), although
+           every word it waited for had been written */
+        if (lid == 0)
+            for (uint x = t - RING; x <= t - RING + LOOKBACK; ++x)
+                while (status_load(&done[x % RING]) < x + 1)
+                    ;
+% else:
+        /* the work-group checks the done words together, a round at a time (H100: a loop in
+           which each work-item waits for its own words on its own took 5 % longer at 2^28) */
+        for (;;) {
+            uint busy = 0;
+            for (uint x = t - RING + lid; x <= t - RING + LOOKBACK; x += WG)
+                if (status_load(&done[x % RING]) < x + 1)
+                    busy = 1;
+            if (!wg_any(lflag, busy))
+                break;
+        }
 % endif
+    }
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* the tile's word of every digit in its slot: `flag` | epoch | its count (or its prefix) */
+static inline void publish(__global volatile uint* status, uint slot, uint flag, uint epoch,
+                           __local const uint* counts, uint lid)
+{
+    for (uint d = lid; d < RADIX; d += WG)
+        status_store(&status[slot + d], flag | epoch | counts[d]);
+}
+
+/* rank inside the subgroup: peers with the same digit, in lane order within each round; the rank
+   shares the digit's register (dig[i] |= rank << 16) */
+static inline void rank_keys(__private uint dig[IPT], __local uint* lcount, __local uint* lsg,
+                             uint w, uint lane)
+{
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint d = dig[i];
+        const uint peers = sg_match(d, lsg);
+        const uint before = peers & sg_lt_mask();
+% if backend == "ptx":
+        /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
+        const uint leader = 31u - clz(peers);
+        uint old = 0;
+        if (d < RADIX && lane == leader)
+            old = atomic_add(&lcount[w * RADIX + d], popcount(peers));
+        const uint cnt = sg_shuffle(old, leader);
+% else:
+        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
+        sg_sync();
+        if (d < RADIX && before == 0)
+            lcount[w * RADIX + d] = cnt + popcount(peers);
+        sg_sync();
+% endif
+        dig[i] |= (cnt + popcount(before)) << 16;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* the keys go to local memory in digit order (lcount: the scanned subgroup counters): through the
+   look-back each work-item holds only their local positions, dest[i] (TILE for padding) */
+static inline void scatter_to_local(__private uint dest[IPT], __private const uint dig[IPT],
+                                    __private const KEY_T k[IPT], __local const uint* lcount,
+                                    __local KEY_T* lkeys, uint w)
+{
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint di = dig[i] & 0xffffu;
+        dest[i] = di < RADIX ? lcount[w * RADIX + di] + (dig[i] >> 16) : TILE;
+        if (di < RADIX)
+            lkeys[dest[i]] = k[i];
+    }
+}
+
+/* Look-back, fast path for digit d of tile t: walk back on its own through the ring, without
+   barriers. Returns the digit's exclusive prefix | FLAG_PREFIX, or 0 where it spun too long or
+   reached the look-back limit (then the slow path takes over). */
+static inline uint look_back_digit(__global volatile uint* status, uint t, uint d)
+{
+    uint acc = 0;
+    uint found = t == 0;
+% if not force_fallback:
+    /* read a window of LB_WIN predecessors at once (independent loads), consume the ready
+       ones in order, stop at a prefix; at the look-back limit only a prefix will do */
+    uint u = t - 1;
+    uint dist = 1;
+    uint spins = 0;
+    while (!found) {
+        uint win[LB_WIN];
+        ${unroll}
+        for (uint q = 0; q < LB_WIN; ++q)
+            win[q] = (q <= u && dist + q <= LOOKBACK)
+                ? status_load(&status[((u - q) % RING) * RADIX + d]) : 0u;
+        uint used = 0;
+        ${unroll}
+        for (uint q = 0; q < LB_WIN; ++q) {
+            const uint s = win[q];
+            const int ready = used == q && q <= u && dist + q <= LOOKBACK
+                && (s & EPOCH_BIT) == status_epoch(u - q) && (s & FLAG_MASK) != 0
+                && (dist + q < LOOKBACK || (s & FLAG_PREFIX));
+            if (ready && !found) {
+                acc += s & VALUE_MASK;
+                found = (s & FLAG_PREFIX) != 0;
+                ++used;
+            }
+        }
+        if (found)
+            break;
+        if (used == 0) {
+            if (++spins >= SPIN_LIMIT)
+                break;
+            continue;
+        }
+        spins = 0;
+        u -= used;
+        dist += used;
+    }
+% endif
+    return found ? (acc | FLAG_PREFIX) : 0;
+}
+
+/* Look-back, slow path, predecessor u (at `dist` from the tile): words[q] is its word of digit
+   lid + q * WG (FLAG_PREFIX for a digit already done; 0 where it is not ready, or at the
+   look-back limit not a prefix). Returns whether this work-item has a 0. */
+static inline uint read_predecessor(__private uint words[DPI], __global volatile uint* status,
+                                    uint u, uint dist, int ring_ok, __local const uint* lprefix,
+                                    uint lid)
+{
+    const uint useslot = (u % RING) * RADIX;
+    const uint uepoch = status_epoch(u);
+    uint missing = 0;
+    for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
+        uint s = 0;
+        if (lprefix[d] & FLAG_PREFIX) {
+            s = FLAG_PREFIX;  /* this digit is done */
+        } else if (ring_ok) {
+            s = status_load(&status[useslot + d]);
+            if ((s & EPOCH_BIT) != uepoch || (s & FLAG_MASK) == 0
+                || (dist == LOOKBACK && !(s & FLAG_PREFIX)))
+                s = 0;
+        }
+        words[q] = s;
+        if (s == 0)
+            missing = 1;
+    }
+    return missing;
+}
+
+/* fallback: count tile u's digits from its keys, post them (where its slot holds no word of
+   tile u yet), and take them as its words */
+static inline void fallback_counts(__private uint words[DPI], __global volatile uint* status,
+                                   uint u, uint dist, __global const KEY_T* keys,
+                                   uint portion_len, uint shift, uint digit_mask, KEY_T flip,
+                                   __local uint* lfb, uint lid)
+{
+    const uint useslot = (u % RING) * RADIX;
+    const uint uepoch = status_epoch(u);
+    tile_histogram(keys, portion_len, u, shift, digit_mask, flip, lfb, lid);
+    for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
+        if (words[q] == 0) {
+            words[q] = FLAG_AGG | uepoch | lfb[d];
+            if (dist <= LOOKBACK) {
+                const uint cur = status_load(&status[useslot + d]);
+                if ((cur & EPOCH_BIT) != uepoch || (cur & FLAG_MASK) == 0)
+                    atomic_cmpxchg(&status[useslot + d], cur, words[q]);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* adds a predecessor's words to the digits not yet done; returns whether one is still not done */
+static inline uint add_predecessor(__private const uint words[DPI], __local uint* lprefix, uint lid)
+{
+    uint more = 0;
+    for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
+        if (lprefix[d] & FLAG_PREFIX)
+            continue;
+        const uint s = words[q];
+        lprefix[d] += s & VALUE_MASK;
+        if (s & FLAG_PREFIX)
+            lprefix[d] |= FLAG_PREFIX;
+        else
+            more = 1;
+    }
+    return more;
+}
+
+/* decoupled look-back: lprefix[d] = the digit's exclusive prefix | FLAG_PREFIX. Fast path: every
+   digit walks back on its own through the ring (look_back_digit). A digit that spins too long or
+   reaches the look-back limit leaves it to the slow path, which goes one predecessor at a time
+   for the whole work-group and can fall back to counting a predecessor's keys. */
+static inline void look_back(__global volatile uint* status, uint t, __global const KEY_T* keys,
+                             uint portion_len, uint shift, uint digit_mask, KEY_T flip,
+                             __local uint* lprefix, __local uint* lfb, __local uint* lflag,
+                             uint lid)
+{
+    uint slow = 0;
+    for (uint d = lid; d < RADIX; d += WG) {
+        const uint p = look_back_digit(status, t, d);
+        lprefix[d] = p;
+        if (!p)
+            slow = 1;
+    }
+    if (!wg_any(lflag, slow))
+        return;
+    uint u = t - 1;
+    uint dist = 1;
+    uint spins = 0;
+    for (;;) {
+        const int ring_ok = ${'0' if force_fallback else 'dist <= LOOKBACK'};
+        uint words[DPI];
+        if (wg_any(lflag, read_predecessor(words, status, u, dist, ring_ok, lprefix, lid))) {
+            if (ring_ok && ++spins < SPIN_LIMIT)
+                continue;  /* spin on the same predecessor */
+            fallback_counts(words, status, u, dist, keys, portion_len, shift, digit_mask, flip,
+                            lfb, lid);
+        }
+        spins = 0;
+        if (!wg_any(lflag, add_predecessor(words, lprefix, lid)) || u == 0)
+            break;
+        --u;
+        ++dist;
+    }
+}
+
+/* publish the tile's inclusive prefix (tile 0 did with its counts); lprefix[d] becomes the
+   exclusive prefix; the last tile writes the next portion's digit starts */
+static inline void publish_prefix(__global volatile uint* status, uint slot, uint t, uint epoch,
+                                  uint last, __local uint* lprefix, __local const uint* ltotal,
+                                  __local const INDEX_T* lbins, __global INDEX_T* bins_out,
+                                  uint lid)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = lid; d < RADIX; d += WG) {
+        const uint excl = lprefix[d] & VALUE_MASK;
+        lprefix[d] = excl;
+        if (t > 0)
+            status_store(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
+        if (last)
+            bins_out[d] = lbins[d] + excl + ltotal[d];
+    }
+}
+
+/* this tile is done with the ring (its reads of it are consumed: a local barrier suffices) */
+static inline void release_slot(uint t, __global volatile uint* done,
+                                __global volatile uint* counters, uint lid)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+% if ring_guard == "tail":
+        /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits. The wait
+           ends for the reason the claim's does: the tiles it waits for have smaller ids, so they
+           have started, and each reaches this point in bounded steps. */
+        while ((status_load(&counters[1]) & TAIL_MASK) != (t & TAIL_MASK))
+            ;
+        atomic_inc(&counters[1]);
+% else:
+        /* done words only grow (atomic_max): a slot's done word never goes back to an earlier
+           owner's id, whatever the order of the stores */
+        atomic_max(&done[t % RING], t + 1);
+% endif
+    }
+}
+
+/* scatter out: lbase[d] = where digit d's keys of the tile start in the output, less their first
+   local position; the keys go out from local memory, coalesced; dj[i] is the digit of local
+   position i * WG + lid */
+static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lkeys,
+                                __global KEY_T* keys_out, uint write_keys, uint valid,
+                                __local INDEX_T* lbase, __local const INDEX_T* lbins,
+                                __local const uint* lprefix, __local const uint* lcount,
+                                uint shift, uint digit_mask, KEY_T flip, uint lid)
+{
+    for (uint d = lid; d < RADIX; d += WG)
+        lbase[d] = lbins[d] + lprefix[d] - lcount[d];  /* lcount[d]: subgroup 0's start */
+    barrier(CLK_LOCAL_MEM_FENCE);
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid) {
+            const KEY_T key = lkeys[j];
+            dj[i] = digit_of(key, shift, digit_mask, flip);
+            if (write_keys)
+                keys_out[lbase[dj[i]] + j] = key;
+        }
+    }
+}
+% if value_t:
+
+/* values: loaded as the keys were, they take the same ranks through the same local memory
+   (lvals overlays lkeys: the barriers keep the keys' reads before the values' writes) */
+static inline void scatter_values(__private const uint dest[IPT], __private const uint dj[IPT],
+                                  __global const VALUE_T* vals_in,
+                                  __global VALUE_T* vals_out, uint vals_iota,
+                                  INDEX_T portion_start, uint base, uint valid,
+                                  __local VALUE_T* lvals, __local const INDEX_T* lbase, uint w,
+                                  uint lane, uint lid)
+{
+    VALUE_T v[IPT];
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = w * SG * IPT + i * SG + lane;
+        if (j < valid)
+            v[i] = value_at(vals_in, base + j, portion_start, vals_iota);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+${unroll}
+    for (uint i = 0; i < IPT; ++i)
+        if (dest[i] < TILE)
+            lvals[dest[i]] = v[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid)
+            vals_out[lbase[dj[i]] + j] = lvals[j];
+    }
+}
+% endif
+
+/* One digit pass over one portion: a tile per work-group, in the steps above. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+void os_pass(${common.stream_params(value_t, 13) | trim}
              __global volatile uint* restrict rings, uint ring, uint clear_slots,
              __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
              uint bins_off,
@@ -248,360 +632,45 @@ void os_pass(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     __global volatile uint* status = rings + ring * RING_WORDS;
     __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
     __global volatile uint* counters = done + RING;        /* [0] tile ids, [1] tail */
-    bins_in += bins_off;
-    bins_out += bins_off;
     const uint lid = get_local_id(0);
     const uint lane = sg_lane();
     const uint w = sg_id();
     keys_in += keys_in_off + portion_start;
     keys_out += keys_out_off;
-% if value_t:
-    vals_in += vals_in_off + portion_start;
-    vals_out += vals_out_off;
-% endif
 
     /* the other ring is not read in this launch: zero it for the next one */
     clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots);
-    if (lid == 0)
-        ltile = atomic_inc(&counters[0]);
-    for (uint e = lid; e < NW * RADIX; e += WG)
-        lcount[e] = 0;
-    for (uint d = lid; d < RADIX; d += WG)
-        lbins[d] = bins_in[d];  /* needed only after the look-back: load it early */
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint t = ltile;
-    const uint num_tiles = (portion_len + TILE - 1) / TILE;
+    const uint t = take_tile(counters, &ltile, lcount, bins_in + bins_off, lbins, lid);
     const uint base = t * TILE;
     const uint valid = min((uint)TILE, portion_len - base);
     const uint slot = (t % RING) * RADIX;
     const uint epoch = status_epoch(t);
 
-    /* load: subgroup w owns keys [w*SG*IPT, (w+1)*SG*IPT), lane-striped (coalesced) */
     KEY_T k[IPT];
     uint dig[IPT];
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = w * SG * IPT + i * SG + lane;
-        if (j < valid) {
-            k[i] = keys_in[base + j];
-            dig[i] = digit_of(k[i], shift, digit_mask, flip);
-        } else {
-            k[i] = (KEY_T)0;
-            dig[i] = RADIX;  /* padding: matches only padding, never counted */
-        }
-    }
-
-    /* early counts: the tile's digit histogram, published before the ranking so that successors
-       find this tile's counts (and prefix) sooner */
-    for (uint d = lid; d < RADIX; d += WG)
-        ltotal[d] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-${unroll}
-    for (uint i = 0; i < IPT; ++i)
-        if (dig[i] < RADIX)
-            atomic_inc(&ltotal[dig[i]]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* claim the ring slot: its previous owner (t - RING) and every tile that may still read that
-       owner (t - RING + 1 .. t - RING + LOOKBACK) must have finished their look-back. The owner
-       itself matters: until it is done, it may still write its prefix and its done word into
-       this slot (a done word that went back from t + 1 to t - RING + 1 once left a later
-       claimant waiting for ever).
-       Why the wait ends: the tiles waited for took their ids from the atomic counter before this
-       tile did, so their work-groups have started, and a device runs the work-groups it has
-       started. Each of them reaches its done word in a bounded number of steps: its look-back
-       is bounded (spin limit, then fallback) and its own claim waits only for tiles with still
-       smaller ids; tiles below RING claim nothing. By induction on the tile id every claim ends.
-       (It relies on the counter starting at 0 in every launch: the launch before clears it.) */
-% if ring_guard == "tail":
-    if (lid == 0 && t + LOOKBACK + 1 > RING) {
-        /* tail counts the tiles, from the first on, that are done: tiles 0 .. t - RING +
-           LOOKBACK (which include the owner t - RING) */
-        while ((status_load(&counters[1]) & TAIL_MASK) + RING < t + LOOKBACK + 1)
-            ;
-    }
-% else:
-    if (t >= RING) {
-% if serial_claim:
-        /* one work-item waits for every done word in turn: on oclgrind 21.10 a wait shared by
-           several work-items of a group never ended (with or without barriers in it), although
-           every word it waited for had been written */
-        if (lid == 0)
-            for (uint x = t - RING; x <= t - RING + LOOKBACK; ++x)
-                while (status_load(&done[x % RING]) < x + 1)
-                    ;
-% else:
-        /* the work-group checks the done words together, a round at a time (H100: a loop in
-           which each work-item waits for its own words on its own took 5 % longer at 2^28) */
-        for (;;) {
-            if (lid == 0)
-                lflag = 0;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint x = t - RING + lid; x <= t - RING + LOOKBACK; x += WG)
-                if (status_load(&done[x % RING]) < x + 1)
-                    atomic_or(&lflag, 1u);
-            barrier(CLK_LOCAL_MEM_FENCE);
-            const uint busy = lflag;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (!busy)
-                break;
-        }
-% endif
-    }
-% endif
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    /* publish this tile's counts (tile 0 publishes its inclusive prefix at once) */
-    for (uint d = lid; d < RADIX; d += WG)
-        status_store(&status[slot + d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | ltotal[d]);
-
-    /* rank inside the subgroup: peers with the same digit, in lane order within each round */
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint d = dig[i];
-        const uint peers = sg_match(d, lsg);
-        const uint before = peers & sg_lt_mask();
-% if backend == "ptx":
-        /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
-        const uint leader = 31u - clz(peers);
-        uint old = 0;
-        if (d < RADIX && lane == leader)
-            old = atomic_add(&lcount[w * RADIX + d], popcount(peers));
-        const uint cnt = sg_shuffle(old, leader);
-% else:
-        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
-        sg_sync();
-        if (d < RADIX && before == 0)
-            lcount[w * RADIX + d] = cnt + popcount(peers);
-        sg_sync();
-% endif
-        dig[i] |= (cnt + popcount(before)) << 16;  /* the rank shares the digit's register */
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-
+    load_keys(k, dig, keys_in, base, valid, shift, digit_mask, flip, w, lane);
+    count_digits(dig, ltotal, lid);
+    claim_slot(t, done, counters, &lflag, lid);
+    publish(status, slot, t == 0 ? FLAG_PREFIX : FLAG_AGG, epoch, ltotal, lid);
+    rank_keys(dig, lcount, lsg, w, lane);
     /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
-    {
-        const uint m = NW * RADIX;
-        const uint per = (m + WG - 1) / WG;
-        const uint b = min(lid * per, m);
-        const uint e = min(b + per, m);
-        uint sum = 0;
-        for (uint x = b; x < e; ++x)
-            sum += lcount[(x % NW) * RADIX + x / NW];
-        uint total;
-        uint run = wg_scan_uint(sum, lscan, lid, &total);
-        for (uint x = b; x < e; ++x) {
-            const uint a = (x % NW) * RADIX + x / NW;
-            const uint c = lcount[a];
-            lcount[a] = run;
-            run += c;
-        }
-    }
+    rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* the keys go to local memory in digit order now: through the look-back each work-item
-       holds only their local positions */
     uint dest[IPT];
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint di = dig[i] & 0xffffu;
-        dest[i] = di < RADIX ? lcount[w * RADIX + di] + (dig[i] >> 16) : TILE;
-        if (di < RADIX)
-            lkeys[dest[i]] = k[i];
-    }
-
-    /* decoupled look-back. Fast path: every digit walks back on its own through the ring, without
-       barriers. A digit that spins too long or reaches the look-back limit leaves it to the slow
-       path below, which goes one predecessor at a time for the whole work-group and can fall back
-       to counting a predecessor's keys. */
-    if (lid == 0)
-        lflag = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint d = lid; d < RADIX; d += WG) {
-        uint acc = 0;
-        uint found = t == 0;
-% if not force_fallback:
-        /* read a window of LB_WIN predecessors at once (independent loads), consume the ready
-           ones in order, stop at a prefix; at the look-back limit only a prefix will do */
-        uint u = t - 1;
-        uint dist = 1;
-        uint spins = 0;
-        while (!found) {
-            uint win[LB_WIN];
-            ${unroll}
-            for (uint q = 0; q < LB_WIN; ++q)
-                win[q] = (q <= u && dist + q <= LOOKBACK)
-                    ? status_load(&status[((u - q) % RING) * RADIX + d]) : 0u;
-            uint used = 0;
-            ${unroll}
-            for (uint q = 0; q < LB_WIN; ++q) {
-                const uint s = win[q];
-                const int ready = used == q && q <= u && dist + q <= LOOKBACK
-                    && (s & EPOCH_BIT) == status_epoch(u - q) && (s & FLAG_MASK) != 0
-                    && (dist + q < LOOKBACK || (s & FLAG_PREFIX));
-                if (ready && !found) {
-                    acc += s & VALUE_MASK;
-                    found = (s & FLAG_PREFIX) != 0;
-                    ++used;
-                }
-            }
-            if (found)
-                break;
-            if (used == 0) {
-                if (++spins >= SPIN_LIMIT)
-                    break;
-                continue;
-            }
-            spins = 0;
-            u -= used;
-            dist += used;
-        }
-% endif
-        lprefix[d] = found ? (acc | FLAG_PREFIX) : 0;
-        if (!found)
-            atomic_or(&lflag, 1u);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint slow = lflag;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (slow) {
-        uint u = t - 1;
-        uint dist = 1;
-        uint spins = 0;
-        for (;;) {
-            if (lid == 0)
-                lflag = 0;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            const uint useslot = (u % RING) * RADIX;
-            const uint uepoch = status_epoch(u);
-            const int ring_ok = ${'0' if force_fallback else 'dist <= LOOKBACK'};
-            uint words[${-(-RADIX // wg)}];
-            for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
-                uint s = 0;
-                if (lprefix[d] & FLAG_PREFIX) {
-                    s = FLAG_PREFIX;  /* this digit is done */
-                } else if (ring_ok) {
-                    s = status_load(&status[useslot + d]);
-                    if ((s & EPOCH_BIT) != uepoch || (s & FLAG_MASK) == 0
-                        || (dist == LOOKBACK && !(s & FLAG_PREFIX)))
-                        s = 0;
-                }
-                words[q] = s;
-                if (s == 0)
-                    atomic_or(&lflag, 1u);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            const uint not_ready = lflag;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (not_ready) {
-                if (ring_ok && ++spins < SPIN_LIMIT)
-                    continue;  /* spin on the same predecessor */
-                /* fallback: count tile u's digits from its keys, post them, go on */
-                tile_histogram(keys_in, portion_len, u, shift, digit_mask, flip, lfb, lid);
-                for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
-                    if (words[q] == 0) {
-                        words[q] = FLAG_AGG | uepoch | lfb[d];
-                        if (dist <= LOOKBACK) {
-                            const uint cur = status_load(&status[useslot + d]);
-                            if ((cur & EPOCH_BIT) != uepoch || (cur & FLAG_MASK) == 0)
-                                atomic_cmpxchg(&status[useslot + d], cur, words[q]);
-                        }
-                    }
-                }
-                barrier(CLK_LOCAL_MEM_FENCE);
-            }
-            spins = 0;
-            if (lid == 0)
-                lflag = 0;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
-                if (lprefix[d] & FLAG_PREFIX)
-                    continue;
-                const uint s = words[q];
-                lprefix[d] += s & VALUE_MASK;
-                if (s & FLAG_PREFIX)
-                    lprefix[d] |= FLAG_PREFIX;
-                else
-                    atomic_or(&lflag, 2u);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            const uint more = lflag;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (!more || u == 0)
-                break;
-            --u;
-            ++dist;
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint d = lid; d < RADIX; d += WG) {
-        const uint excl = lprefix[d] & VALUE_MASK;
-        lprefix[d] = excl;
-        if (t > 0)
-            status_store(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
-        if (t == num_tiles - 1)
-            bins_out[d] = lbins[d] + excl + ltotal[d];
-    }
-
-    /* this tile is done with the ring (its reads of it are consumed: a local barrier suffices) */
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-% if ring_guard == "tail":
-        /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits. The wait
-           ends for the reason the claim's does: the tiles it waits for have smaller ids, so they
-           have started, and each reaches this point in bounded steps. */
-        while ((status_load(&counters[1]) & TAIL_MASK) != (t & TAIL_MASK))
-            ;
-        atomic_inc(&counters[1]);
-% else:
-        /* done words only grow (atomic_max): a slot's done word never goes back to an earlier
-           owner's id, whatever the order of the stores */
-        atomic_max(&done[t % RING], t + 1);
-% endif
-    }
-
-    for (uint d = lid; d < RADIX; d += WG)
-        lbase[d] = lbins[d] + lprefix[d] - lcount[d];  /* lcount[d]: subgroup 0's start */
-    barrier(CLK_LOCAL_MEM_FENCE);
+    scatter_to_local(dest, dig, k, lcount, lkeys, w);
+    look_back(status, t, keys_in, portion_len, shift, digit_mask, flip, lprefix, lfb, &lflag,
+              lid);
+    const uint last = t == (portion_len + TILE - 1) / TILE - 1;
+    publish_prefix(status, slot, t, epoch, last, lprefix, ltotal, lbins, bins_out + bins_off, lid);
+    release_slot(t, done, counters, lid);
 
     uint dj[IPT];
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < valid) {
-            const KEY_T key = lkeys[j];
-            dj[i] = digit_of(key, shift, digit_mask, flip);
-            if (write_keys)
-                keys_out[lbase[dj[i]] + j] = key;
-        }
-    }
+    scatter_keys(dj, lkeys, keys_out, write_keys, valid, lbase, lbins, lprefix, lcount, shift,
+                 digit_mask, flip, lid);
 % if value_t:
-    /* values: the same ranks, through the same local memory */
-    __local VALUE_T* lvals = (__local VALUE_T*)lraw;
-    VALUE_T v[IPT];
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = w * SG * IPT + i * SG + lane;
-        if (j < valid) {
-%   if iota_ok:
-            if (vals_iota)
-                v[i] = (VALUE_T)(portion_start + base + j);
-            else
-%   endif
-                v[i] = vals_in[base + j];
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-${unroll}
-    for (uint i = 0; i < IPT; ++i)
-        if (dest[i] < TILE)
-            lvals[dest[i]] = v[i];
-    barrier(CLK_LOCAL_MEM_FENCE);
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < valid)
-            vals_out[lbase[dj[i]] + j] = lvals[j];
-    }
+    scatter_values(dest, dj, vals_in + vals_in_off + portion_start, vals_out + vals_out_off,
+                   vals_iota, portion_start, base, valid, (__local VALUE_T*)lraw, lbase, w, lane,
+                   lid);
 % endif
 }
 

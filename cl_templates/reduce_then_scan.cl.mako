@@ -3,100 +3,141 @@
 ##   rts_scan    - one work-group: exclusive scan of the digit-major count table [RADIX][num_blocks]
 ##   rts_scatter - each block walks its tiles in order; a tile is sorted by the digit in local memory
 ##                 (stable split passes of at most 4 bits), then written out coalesced, one digit run
-##                 after another, at the block's running offset of each digit.
+##                 after another, at the block's running offset of each digit. Its steps per tile:
+##                 load_tile, sort_by_digit (split_pass, reload_tile), find_runs, scatter_tile,
+##                 advance_runs.
+##   rts_small   - a whole sort of at most one tile by one work-group: load_tile, sort_tile over
+##                 every bit, one write.
 ## Keys keep their own bits; the digit is taken from the order key (common.mako), so the key codec
-## costs no pass and the output is bit-exact.
+## costs no pass and the output is bit-exact. The steps are static inline functions (see
+## onesweep.cl.mako for why static).
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits, wg, ipt,
 ## value_t (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong").
 <%namespace name="common" file="common.mako"/>
 <%
-    RADIX = 1 << radix_bits
     SUB_BITS = min(radix_bits, 4)
-    NSUB = radix_bits // SUB_BITS
     SUB = 1 << SUB_BITS
+    NSUB = radix_bits // SUB_BITS
     TILE = wg * ipt
     iota_ok = value_t in ("uint", "ulong")
     assert radix_bits in (2, 4, 8) and radix_bits % SUB_BITS == 0
     assert TILE <= 65536, "tile positions are kept in ushort"
 %>
-#define KEY_T ${key_t}
-#define INDEX_T ${index_t}
-#define RADIX ${RADIX}
-#define WG ${wg}
-#define IPT ${ipt}
-#define TILE ${TILE}
+${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, wg, ipt,
+                      value_t)}
 #define SUB_BITS ${SUB_BITS}
 #define SUB ${SUB}
 #define NSUB ${NSUB}
-% if value_t:
-#define VALUE_T ${value_t}
-% endif
 
-${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 % if index_t != "uint":
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 % else:
 #define wg_scan_index wg_scan_uint
 % endif
+${common.rake_scan_fn("rake_scan_index", "INDEX_T", "__global", "wg_scan_index")}
+${common.rake_scan_fn("rake_scan_local", "uint", "__local", "wg_scan_uint", per="SUB")}
 
-inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
+/* The steps of the tile sorts (rts_scatter, rts_small). Work-item lid holds items k[i], src[i]:
+   the tile's keys and their positions lid*IPT + i; positions >= valid are padding, with the
+   largest sub-digit so that they stay behind every real key. */
+
+/* coalesced load of the tile's keys into local memory (tile order), then each item takes IPT
+   consecutive keys */
+static inline void load_tile(__private KEY_T k[IPT], __private ushort src[IPT],
+                             __global const KEY_T* keys_in, INDEX_T base, uint valid,
+                             __local KEY_T* lkeys, uint lid)
 {
-    return (uint)(order_key(x, flip) >> shift) & digit_mask;
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid)
+            lkeys[j] = keys_in[base + j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = lid * IPT + i;
+        src[i] = (ushort)j;
+        k[i] = j < valid ? lkeys[j] : (KEY_T)0;
+    }
 }
 
+/* One stable split pass of the tile in local memory by the sub-digit (order key >> sshift) &
+   smask (at most SUB_BITS bits). Leaves the tile reordered in lkeys / lperm (source positions). */
+static inline void split_pass(__private const KEY_T k[IPT], __private const ushort src[IPT],
+                              uint sshift, uint smask, KEY_T flip, uint valid,
+                              __local KEY_T* lkeys, __local ushort* lperm, __local uint* lcount,
+                              __local uint* lscan, uint lid)
+{
+    for (uint e = lid; e < SUB * WG; e += WG)
+        lcount[e] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint sd[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        sd[i] = lid * IPT + i < valid ? (uint)(order_key(k[i], flip) >> sshift) & smask
+                                      : (uint)(SUB - 1);
+        lcount[sd[i] * WG + lid] += 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* digit-major exclusive scan: item lid rakes entries [lid*SUB, lid*SUB + SUB) */
+    rake_scan_local(lcount, lcount, SUB * WG, lscan, lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i) {
+        const uint e = sd[i] * WG + lid;
+        const uint rank = lcount[e];
+        lcount[e] = rank + 1;
+        if (lid * IPT + i < valid) {
+            lkeys[rank] = k[i];
+            lperm[rank] = src[i];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
 
-## One stable split pass of the tile in local memory by a sub-digit of at most SUB_BITS bits.
-## Work-item lid holds items k[i], src[i] (tile positions lid*IPT + i; positions >= valid are
-## padding, given the largest sub-digit so they stay behind every real key). `sub` is the C
-## expression of item i's sub-digit. Leaves the tile reordered in lkeys / lperm (source positions).
-<%def name="local_split(sub)">
-            for (uint e = lid; e < SUB * WG; e += WG)
-                lcount[e] = 0;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            uint sd[IPT];
-            for (uint i = 0; i < IPT; ++i) {
-                sd[i] = lid * IPT + i < valid ? (uint)(${sub}) : (uint)(SUB - 1);
-                lcount[sd[i] * WG + lid] += 1;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            {
-                /* digit-major exclusive scan: item lid rakes entries [lid*SUB, lid*SUB + SUB) */
-                uint sum = 0;
-                for (uint r = 0; r < SUB; ++r)
-                    sum += lcount[lid * SUB + r];
-                uint total;
-                uint run = wg_scan_uint(sum, lscan, lid, &total);
-                for (uint r = 0; r < SUB; ++r) {
-                    const uint c = lcount[lid * SUB + r];
-                    lcount[lid * SUB + r] = run;
-                    run += c;
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint i = 0; i < IPT; ++i) {
-                const uint e = sd[i] * WG + lid;
-                const uint rank = lcount[e];
-                lcount[e] = rank + 1;
-                if (lid * IPT + i < valid) {
-                    lkeys[rank] = k[i];
-                    lperm[rank] = src[i];
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-</%def>
+/* Take the items back from local memory after a split pass. */
+static inline void reload_tile(__private KEY_T k[IPT], __private ushort src[IPT],
+                               __local const KEY_T* lkeys, __local const ushort* lperm,
+                               uint valid, uint lid)
+{
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = lid * IPT + i;
+        if (j < valid) {
+            k[i] = lkeys[j];
+            src[i] = lperm[j];
+        }
+    }
+}
 
-## Take the items back from local memory after a split pass.
-<%def name="local_reload()">
-                for (uint i = 0; i < IPT; ++i) {
-                    const uint j = lid * IPT + i;
-                    if (j < valid) {
-                        k[i] = lkeys[j];
-                        src[i] = lperm[j];
-                    }
-                }
-</%def>
+/* Stable sort of the tile by the digit (order key >> shift) & digit_mask: NSUB split passes of
+   SUB_BITS bits, least significant first. The tile ends in lkeys / lperm. */
+static inline void sort_by_digit(__private KEY_T k[IPT], __private ushort src[IPT], uint shift,
+                                 uint digit_mask, KEY_T flip, uint valid, __local KEY_T* lkeys,
+                                 __local ushort* lperm, __local uint* lcount,
+                                 __local uint* lscan, uint lid)
+{
+    for (uint s = 0; s < NSUB; ++s) {
+        const uint ss = s * SUB_BITS;
+        split_pass(k, src, shift + ss, (digit_mask >> ss) & (SUB - 1), flip, valid, lkeys, lperm,
+                   lcount, lscan, lid);
+        if (s + 1 < NSUB)
+            reload_tile(k, src, lkeys, lperm, valid, lid);
+    }
+}
+
+/* Stable sort of the tile by bits [shift, end_bit) of the order key: split passes of SUB_BITS
+   bits, least significant first. The tile ends in lkeys / lperm. */
+static inline void sort_tile(__private KEY_T k[IPT], __private ushort src[IPT], uint shift,
+                             uint end_bit, KEY_T flip, uint valid, __local KEY_T* lkeys,
+                             __local ushort* lperm, __local uint* lcount, __local uint* lscan,
+                             uint lid)
+{
+    for (; shift < end_bit; shift += SUB_BITS) {
+        const uint m = (1u << min((uint)SUB_BITS, end_bit - shift)) - 1u;
+        split_pass(k, src, shift, m, flip, valid, lkeys, lperm, lcount, lscan, lid);
+        if (shift + SUB_BITS < end_bit)
+            reload_tile(k, src, lkeys, lperm, valid, lid);
+    }
+}
 
 /* counts[d * num_blocks + block] = number of keys of digit d in the block's tiles */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -126,29 +167,73 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void rts_scan(__global INDEX_T* restrict counts, uint m)
 {
     __local INDEX_T scratch[WG];
-    const uint lid = get_local_id(0);
-    const uint per = (m + WG - 1) / WG;
-    const uint b = min(lid * per, m);
-    const uint e = min(b + per, m);
-    INDEX_T sum = 0;
-    for (uint i = b; i < e; ++i)
-        sum += counts[i];
-    INDEX_T total;
-    INDEX_T run = wg_scan_index(sum, scratch, lid, &total);
-    for (uint i = b; i < e; ++i) {
-        INDEX_T c = counts[i];
-        counts[i] = run;
-        run += c;
+    rake_scan_index(counts, counts, m, scratch, get_local_id(0));
+}
+
+/* The steps of rts_scatter, after sort_tile. */
+
+/* the tile is ordered by digit in lkeys: where each digit's run starts and ends (lstart, lend:
+   zero for a digit the tile lacks); dd[i] is the digit of local position i * WG + lid */
+static inline void find_runs(__private uint dd[IPT], __local const KEY_T* lkeys, uint valid,
+                             uint shift, uint digit_mask, KEY_T flip, __local uint* lstart,
+                             __local uint* lend, uint lid)
+{
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid) {
+            const uint d = digit_of(lkeys[j], shift, digit_mask, flip);
+            dd[i] = d;
+            if (j == 0 || digit_of(lkeys[j - 1], shift, digit_mask, flip) != d)
+                lstart[d] = j;
+            if (j == valid - 1 || digit_of(lkeys[j + 1], shift, digit_mask, flip) != d)
+                lend[d] = j + 1;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* coalesced scatter: consecutive local positions of a digit go to consecutive addresses, from
+   the block's running offset of the digit, lrun */
+static inline void scatter_tile(__private const uint dd[IPT], __local const KEY_T* lkeys,
+                                __local const ushort* lperm, uint valid, INDEX_T base,
+                                __local const INDEX_T* lrun, __local const uint* lstart,
+                                __global KEY_T* keys_out, uint write_keys,
+% if value_t:
+                                __global const VALUE_T* vals_in,
+                                __global VALUE_T* vals_out, uint vals_iota,
+% endif
+                                uint lid)
+{
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < valid) {
+            const uint d = dd[i];
+            const INDEX_T pos = lrun[d] + (j - lstart[d]);
+            if (write_keys)
+                keys_out[pos] = lkeys[j];
+% if value_t:
+            vals_out[pos] = value_at(vals_in, base + lperm[j], 0, vals_iota);
+% endif
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* the block's running offsets move past the tile's digit runs; the runs are reset */
+static inline void advance_runs(__local INDEX_T* lrun, __local uint* lstart, __local uint* lend,
+                                uint lid)
+{
+    for (uint e = lid; e < RADIX; e += WG) {
+        lrun[e] += lend[e] - lstart[e];
+        lstart[e] = 0;
+        lend[e] = 0;
     }
 }
 
+/* Each block walks its tiles in order: load, sort by the digit in local memory, find the digit
+   runs, scatter them out, advance the block's running offsets. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void rts_scatter(__global const KEY_T* restrict keys_in, ulong keys_in_off,
-                 __global KEY_T* restrict keys_out, ulong keys_out_off,
-% if value_t:
-                 __global const VALUE_T* restrict vals_in, ulong vals_in_off,
-                 __global VALUE_T* restrict vals_out, ulong vals_out_off, uint vals_iota,
-% endif
+void rts_scatter(${common.stream_params(value_t, 17) | trim}
                  __global const INDEX_T* restrict offsets,
                  INDEX_T n, INDEX_T tiles_per_block, uint num_blocks,
                  uint shift, uint digit_mask, KEY_T flip, uint write_keys)
@@ -182,73 +267,18 @@ void rts_scatter(__global const KEY_T* restrict keys_in, ulong keys_in_off,
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T base = t * TILE;
         const uint valid = (uint)min((INDEX_T)TILE, n - base);
-
-        /* coalesced load, tile order kept in local memory */
-        for (uint i = 0; i < IPT; ++i) {
-            const uint j = i * WG + lid;
-            if (j < valid)
-                lkeys[j] = keys_in[base + j];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-
-        /* each item takes IPT consecutive keys; positions >= valid are padding with the largest
-           sub-digit, so they stay behind every real key of the tile */
         KEY_T k[IPT];
         ushort src[IPT];
-        for (uint i = 0; i < IPT; ++i) {
-            const uint j = lid * IPT + i;
-            src[i] = (ushort)j;
-            k[i] = j < valid ? lkeys[j] : (KEY_T)0;
-        }
-
-        /* stable local sort by the digit: NSUB split passes of SUB_BITS bits, least significant first */
-        for (uint s = 0; s < NSUB; ++s) {
-            const uint ss = s * SUB_BITS;
-            ${local_split("(digit_of(k[i], shift, digit_mask, flip) >> ss) & (SUB - 1)")}
-            if (s + 1 < NSUB) {
-                ${local_reload()}
-            }
-        }
-
-        /* the tile is now ordered by digit: find where each digit's run starts and ends */
+        load_tile(k, src, keys_in, base, valid, lkeys, lid);
+        sort_by_digit(k, src, shift, digit_mask, flip, valid, lkeys, lperm, lcount, lscan, lid);
         uint dd[IPT];
-        for (uint i = 0; i < IPT; ++i) {
-            const uint j = i * WG + lid;
-            if (j < valid) {
-                const uint d = digit_of(lkeys[j], shift, digit_mask, flip);
-                dd[i] = d;
-                if (j == 0 || digit_of(lkeys[j - 1], shift, digit_mask, flip) != d)
-                    lstart[d] = j;
-                if (j == valid - 1 || digit_of(lkeys[j + 1], shift, digit_mask, flip) != d)
-                    lend[d] = j + 1;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-
-        /* coalesced scatter: consecutive local positions of a digit go to consecutive addresses */
-        for (uint i = 0; i < IPT; ++i) {
-            const uint j = i * WG + lid;
-            if (j < valid) {
-                const uint d = dd[i];
-                const INDEX_T pos = lrun[d] + (j - lstart[d]);
-                if (write_keys)
-                    keys_out[pos] = lkeys[j];
+        find_runs(dd, lkeys, valid, shift, digit_mask, flip, lstart, lend, lid);
+        scatter_tile(dd, lkeys, lperm, valid, base, lrun, lstart, keys_out, write_keys,
 % if value_t:
-%   if iota_ok:
-                if (vals_iota)
-                    vals_out[pos] = (VALUE_T)(base + lperm[j]);
-                else
-%   endif
-                    vals_out[pos] = vals_in[base + lperm[j]];
+                     vals_in, vals_out, vals_iota,
 % endif
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint e = lid; e < RADIX; e += WG) {
-            lrun[e] += lend[e] - lstart[e];
-            lstart[e] = 0;
-            lend[e] = 0;
-        }
+                     lid);
+        advance_runs(lrun, lstart, lend, lid);
     }
 }
 
@@ -257,12 +287,7 @@ void rts_scatter(__global const KEY_T* restrict keys_in, ulong keys_in_off,
    over [begin_bit, end_bit) in local memory, then one write. Buffers may be the same (in place):
    everything is read before anything is written. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void rts_small(__global const KEY_T* keys_in, ulong keys_in_off,
-               __global KEY_T* keys_out, ulong keys_out_off,
-% if value_t:
-               __global const VALUE_T* vals_in, ulong vals_in_off,
-               __global VALUE_T* vals_out, ulong vals_out_off, uint vals_iota,
-% endif
+void rts_small(${common.stream_params(value_t, 15, restrict=False) | trim}
                uint n, uint begin_bit, uint end_bit, KEY_T flip, uint write_keys)
 {
     __local KEY_T lkeys[TILE];
@@ -273,40 +298,18 @@ void rts_small(__global const KEY_T* keys_in, ulong keys_in_off,
     const uint valid = n;
     keys_in += keys_in_off;
     keys_out += keys_out_off;
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < valid)
-            lkeys[j] = keys_in[j];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
     KEY_T k[IPT];
     ushort src[IPT];
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = lid * IPT + i;
-        src[i] = (ushort)j;
-        k[i] = j < valid ? lkeys[j] : (KEY_T)0;
-    }
-    for (uint shift = begin_bit; shift < end_bit; shift += SUB_BITS) {
-        const uint m = (1u << min((uint)SUB_BITS, end_bit - shift)) - 1u;
-        ${local_split("(uint)(order_key(k[i], flip) >> shift) & m")}
-        if (shift + SUB_BITS < end_bit) {
-            ${local_reload()}
-        }
-    }
+    load_tile(k, src, keys_in, 0, valid, lkeys, lid);
+    sort_tile(k, src, begin_bit, end_bit, flip, valid, lkeys, lperm, lcount, lscan, lid);
 % if value_t:
     vals_in += vals_in_off;
     vals_out += vals_out_off;
     VALUE_T v[IPT];
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
-        if (j < valid) {
-%   if iota_ok:
-            if (vals_iota)
-                v[i] = (VALUE_T)lperm[j];
-            else
-%   endif
-                v[i] = vals_in[lperm[j]];
-        }
+        if (j < valid)
+            v[i] = value_at(vals_in, lperm[j], 0, vals_iota);
     }
 % endif
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
