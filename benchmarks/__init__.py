@@ -1,0 +1,1 @@
+"""The benchmark tool (``python -m benchmarks <command>``): see __main__.py."""

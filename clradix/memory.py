@@ -1,4 +1,4 @@
-"""Default temporary memory: a pyopencl memory pool per in-order queue.
+"""Temporary memory: a pyopencl memory pool per in-order queue, and checked allocation.
 
 A sort or top-k allocates its temporaries, enqueues its commands and releases the temporaries
 when it returns, while the commands may still be running. A pool hands a released block to its

@@ -1,4 +1,4 @@
-"""Policies (plain frozen values) and the planner that picks one per device, dtype and size.
+"""Sort policies (plain frozen values), their built-in defaults, and the sort planner.
 
 A policy says how a sort runs: the algorithm, the radix bits of a digit pass, the work-group size,
 the items each work-item ranks, and how many blocks per compute unit the reduce-then-scan passes use.

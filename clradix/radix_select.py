@@ -1,5 +1,5 @@
 """The top-k driver: MSD radix select over (key, position) digits for every row at once
-(cl_templates/topk.cl.mako), then the route's ordering of the selected keys.
+(cl_templates/radix_select.cl.mako), then the route's ordering of the selected keys.
 
 Temporary memory, per call (``RadixSelect.temp_bytes``, exactly what a call asks its allocator
 for, the radix sorts' own aside): one allocation, split into sub-buffers, of two candidate buffers
@@ -47,7 +47,7 @@ class RadixSelect(Driver):
     """Builds the top-k kernels of one TopkPlan's kernel parameters and enqueues TopkJobs
     (contract: driver.py)."""
 
-    template = "topk.cl.mako"
+    template = "radix_select.cl.mako"
 
     def __init__(self, programs, device, plan, codec):
         self.codec = codec

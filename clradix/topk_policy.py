@@ -1,6 +1,6 @@
 """Top-k policies (plain frozen values), their built-in defaults, and the top-k planner.
 
-A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/topk.cl.mako): the
+A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/radix_select.cl.mako): the
 work-group size and items per work-item of the selection passes, the work-groups per compute unit
 that share a row, and the largest k sorted in local memory. :func:`plan_topk` is a pure function
 of (device profile, key codec, rows, row length, k, sorted, overrides) returning a
