@@ -33,7 +33,7 @@ def candidates(profile, dtype, n):
     for ranking in ranking_backends(profile):
         sg = 32 if ranking in ("ptx", "local") else 16
         for rb in RADIX_BITS:
-            for wg, ipt in ([(256, 24), (256, 16), (256, 12)] if profile.is_gpu
+            for wg, ipt in ([(256, 24), (256, 20), (256, 16), (256, 12)] if profile.is_gpu
                             else [(256, 16), (128, 16)]):
                 out.append(SortPolicy("onesweep", rb, wg, ipt, ranking=ranking, sg_size=sg))
     small = plan_sort(profile, codec, None, 1)

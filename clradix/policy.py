@@ -87,11 +87,13 @@ _DEFAULTS = {
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
-    # NVIDIA H200 OpenCL: onesweep 8-bit 256x16 with the warp-match (ptx) ranking from 2^18 keys
-    # (u32 2^28: 13.58 ms; local ranking 14.32, 256x12 13.76, 256x24 14.73, 256x8 17.52;
-    # benchmarks/gpu_sort.py, 2026-11-22, BENCHMARKS.md "GPU"); after the two-ring change the
-    # paired autotune found it the best of every candidate at u32/f32 2^20-2^28 (u32 2^28 11.72 ms)
-    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+    # NVIDIA OpenCL: onesweep 8-bit, warp ranking by ballots (ptx), 256 x 20 from 2^18 keys. H100,
+    # driver 580.159, 2026-11-23, 2^28 keys, 256x20 / 256x16: uint32 10.46 / 11.25 ms, uint64
+    # 25.22 (256x15 after the local-memory fit) / 27.58 (256x12), u32+u32 pairs 14.81 / 16.80,
+    # argsort 14.49 / 16.49, float32 13.55 / 13.11; 256x24 11.31 ms at uint32 (BENCHMARKS.md,
+    # "Onesweep on NVIDIA: ballots and tiles"). H200 2026-11-22, match.any ranking: 256x16 was
+    # the best of 256 x {8, 12, 16, 24} (u32 13.58 ms; 256x24 14.73).
+    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
                          ranking="ptx", sg_size=32),
     # ... and below 2^18 reduce-then-scan 8-bit 256x16 (fewer launches): u32 2^16 0.264 ms,
     # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
