@@ -74,6 +74,7 @@ class Profiles:
     def __init__(self):
         self._by_device = {}
         self._lock = threading.Lock()
+        self.version = 0   # how many replacements: what was planned for an older one is stale
 
     def get(self, device):
         with self._lock:
@@ -85,6 +86,7 @@ class Profiles:
     def replace(self, device, profile):
         with self._lock:
             self._by_device[device.int_ptr] = profile
+            self.version += 1
 
 
 _PROBE_SRC = "__kernel void clradix_probe(__global uint* a) { a[get_global_id(0)] = 1u; }"

@@ -27,18 +27,30 @@ from .tuning import tuned_table
 
 DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup}
 
+# How many call configurations (device, keys, values, sizes) a planner remembers the driver of: a
+# repeated call skips planning and validation (about half of a small sort's host time on PoCL).
+READY_CONFIGURATIONS = 64
+
 
 class _Planner:
-    """What both planners keep: the device profiles, the built drivers, the learned wg_size caps
-    ({(device, configuration): largest wg_size its kernels ran}) and a lock over them."""
+    """What both planners keep: the device profiles, the built drivers, the drivers of recent call
+    configurations, the learned wg_size caps ({(device, configuration): largest wg_size its
+    kernels ran}) and a lock over them."""
 
     def __init__(self, programs, overrides):
         self.programs = programs
         self.overrides = overrides
         self.profiles = Profiles()
         self.drivers = {}
+        self._ready = {}   # what prepare() remembers per call configuration (SortPlanner)
         self._caps = {}
         self._lock = threading.RLock()
+
+    def clear(self):
+        """Forget the built drivers (they are built again, from the program cache, on next use)."""
+        with self._lock:
+            self.drivers.clear()
+            self._ready.clear()
 
     def capped_profile(self, device, config):
         """The device's profile, its max_wg_size lowered to the cap learned for ``config``."""
@@ -58,6 +70,23 @@ class _Planner:
                 warnings.warn(f"{exc}; the planner shrinks wg_size to {cap} for {what} on this "
                               f"device", RuntimeWarning, stacklevel=5)
             self._caps[(device.int_ptr, config)] = cap
+            self._ready.clear()
+
+    def remembered(self, key, make):
+        """``make()``'s result for the call configuration ``key``, remembered for the last
+        READY_CONFIGURATIONS keys until the device's profile or a learned limit changes: a
+        repeated call plans and validates nothing."""
+        with self._lock:
+            ready = self._ready.get(key)
+            if ready is not None and ready[0] == self.profiles.version:
+                return ready[1]
+        version = self.profiles.version
+        made = make()
+        with self._lock:
+            self._ready[key] = (version, made)
+            while len(self._ready) > READY_CONFIGURATIONS:
+                self._ready.pop(next(iter(self._ready)))
+        return made
 
     def built(self, key, build):
         """The driver cached under ``key``, built by ``build()`` on first use."""
@@ -95,7 +124,11 @@ class SortPlanner(_Planner):
 
     def prepare(self, device, codec, value_bytes, n):
         """The built driver of the policy for ``n`` keys (see the module's docstring for what a
-        failed build teaches the planner)."""
+        failed build teaches the planner), remembered per configuration (``remembered``)."""
+        return self.remembered((device.int_ptr, codec.dtype, value_bytes, n, index_type(n)[0]),
+                               lambda: self._plan_and_build(device, codec, value_bytes, n))
+
+    def _plan_and_build(self, device, codec, value_bytes, n):
         limited = None   # the WorkGroupLimitError that made this call shrink wg_size
         while True:
             try:
@@ -147,7 +180,12 @@ class TopkPlanner(_Planner):
                          **self.overrides)
 
     def prepare(self, device, codec, rows, row_len, k, sorted):
-        """(plan, built RadixSelect driver) of a call."""
+        """(plan, built RadixSelect driver) of a call, remembered per configuration."""
+        return self.remembered(
+            (device.int_ptr, codec.dtype, rows, row_len, k, bool(sorted), index_type(row_len)[0]),
+            lambda: self._plan_and_build(device, codec, rows, row_len, k, sorted))
+
+    def _plan_and_build(self, device, codec, rows, row_len, k, sorted):
         while True:
             plan = self.plan(device, codec, rows, row_len, k, sorted)
             key = (device.int_ptr, codec.dtype, plan.index_name, plan.out_index_np, plan.idx_np,

@@ -187,7 +187,7 @@ class Sorter:
         Sorter and Selector of the context); they are rebuilt, from pyopencl's disk cache, on next
         use."""
         with self._lock:
-            self.planner.drivers.clear()
+            self.planner.clear()
             self._programs.clear()
 
     # ------------------------------------------------------------------ internals

@@ -177,3 +177,33 @@ def test_tuned_policy_that_cannot_run_warns_and_the_default_is_used():
                                             r"ranking back-end 'ptx' is not available"):
         pol = plan_sort(p, c, None, 1 << 20, tuned)
     assert pol == plan_sort(p, c, None, 1 << 20)
+
+
+def test_repeated_calls_plan_once_until_the_profile_changes(ctx, queue, rng, monkeypatch):
+    """A repeated sort or top-k of one configuration reuses its plan and driver (no planning on
+    the host); a replaced device profile makes the next call plan again."""
+    import clradix.planner as planner_mod
+    from conftest import check_sort, check_topk
+    from data import uniform
+    calls = {"sort": 0, "topk": 0}
+
+    def counting(name, real):
+        def plan(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return plan
+    monkeypatch.setattr(planner_mod, "plan_sort", counting("sort", planner_mod.plan_sort))
+    monkeypatch.setattr(planner_mod, "plan_topk", counting("topk", planner_mod.plan_topk))
+    dev = ctx.devices[0]
+    sorter, selector = clradix.Sorter(ctx), clradix.Selector(ctx)
+    keys = uniform(rng, np.float32, 20_000)
+    for descending in (False, True, False):
+        check_sort(queue, sorter, keys, "pairs", descending=descending)
+    x = uniform(rng, np.float32, 3000)
+    for _ in range(3):
+        check_topk(queue, x, 10, selector=selector)
+    assert calls == {"sort": 1, "topk": 1}
+    sorter.planner.profiles.replace(dev, sorter.planner.profiles.get(dev))
+    check_sort(queue, sorter, keys, "pairs")
+    check_sort(queue, sorter, uniform(rng, np.float32, 20_001), "pairs")   # another n
+    assert calls["sort"] == 3
