@@ -118,8 +118,11 @@ class DigitPasses(Driver):
                                       job.n * job.value_bytes)
         evt = self.enqueue_passes(queue, job.n, passes, job.descending, key_io, val_io, job.iota,
                                   alloc, wait)
-        evt = _enqueue_copy(queue, key_copy, job.n * job.key_bytes, job.key_bytes, evt)
-        return _enqueue_copy(queue, val_copy, job.n * job.value_bytes, job.value_bytes, evt)
+        for name, copy, width in (("copy keys", key_copy, job.key_bytes),
+                                  ("copy values", val_copy, job.value_bytes)):
+            if copy is not None:
+                evt = self._traced(name, _enqueue_copy(queue, copy, job.n * width, width, evt))
+        return evt
 
 
 def digit_passes(radix_bits, begin_bit, end_bit):
@@ -160,8 +163,6 @@ def stream(src, dst, npasses, alloc, nbytes):
 
 
 def _enqueue_copy(queue, copy, nbytes, itemsize, evt):
-    if copy is None:
-        return evt
     (src, src_off), (dst, dst_off) = copy
     return cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_off * itemsize,
                            dst_offset=dst_off * itemsize, wait_for=[evt])

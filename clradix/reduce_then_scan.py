@@ -48,12 +48,15 @@ class ReduceThenScan(DigitPasses):
         for p, (shift, bits) in enumerate(passes):
             (kin, kin_off), _ = key_io[p]
             mask = (1 << bits) - 1
-            evt = self.count(queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift,
-                             mask, flip, wait_for=evt_list)
-            evt = self.scan(queue, (wg,), (wg,), counts, m, wait_for=[evt])
+            evt = self._traced(f"rts_count {p}", self.count(
+                queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift, mask, flip,
+                wait_for=evt_list))
+            evt = self._traced(f"rts_scan {p}", self.scan(queue, (wg,), (wg,), counts, m,
+                                                         wait_for=[evt]))
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
             args = bufs + [counts, n, tpb, blocks, shift, mask, flip, write_keys]
-            evt = self.scatter(queue, gsize, (wg,), *args, wait_for=[evt])
+            evt = self._traced(f"rts_scatter {p}", self.scatter(queue, gsize, (wg,), *args,
+                                                               wait_for=[evt]))
             evt_list = [evt]
         return evt
 

@@ -210,3 +210,28 @@ def test_many_blocks_and_tiles_per_block(queue, ctx, rng):
                                 blocks_per_cu=bpc)
         check_sort(queue, sorter, DISTRIBUTIONS["entropy_reduced"](rng, np.uint32, 200 * TILE + 17),
                    "pairs")
+
+
+@pytest.mark.parametrize("algorithm", ["reduce_then_scan", "onesweep"])
+def test_trace_names_every_command(ctx, queue, rng, algorithm):
+    """A driver's trace (used by the benchmarks' per-kernel breakdown) lists each command a sort
+    enqueues, in order, ending with the event the sort returns: three 8-bit passes in place end
+    with the copy home."""
+    from clradix.keys import key_codec
+    sorter = clradix.Sorter(ctx, algorithm=algorithm, radix_bits=8)
+    n = 5 * TILE + 3
+    keys = uniform(rng, np.uint32, n)
+    driver = sorter.planner.prepare(ctx.devices[0], key_codec(np.uint32), 0, n)
+    driver.trace = []
+    d = cl_array.to_device(queue, keys)
+    evt = sorter.sort(queue, d, end_bit=24)
+    evt.wait()
+    names = [name for name, _ in driver.trace]
+    if algorithm == "reduce_then_scan":
+        passes = [f"rts_{k} {p}" for p in range(3) for k in ("count", "scan", "scatter")]
+    else:
+        passes = ["os_histogram", "os_bins"] + [f"os_pass {p}" for p in range(3)]
+    assert names == passes + ["copy keys"]
+    assert driver.trace[-1][1] == evt
+    order = np.argsort(keys & np.uint32(0xFFFFFF), kind="stable")
+    np.testing.assert_array_equal(d.get(), keys[order])
