@@ -103,9 +103,6 @@ class DigitPasses(Driver):
             args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
         return args, int(kout is not None)
 
-    def flip(self, descending):
-        return self.codec.unsigned_dtype.type(((1 << self.codec.bits) - 1) if descending else 0)
-
     def enqueue(self, queue, job, alloc, wait):
         """The digit passes of ``job`` between ping-pong buffers, and the copy home an in-place
         sort with an odd number of passes owes."""

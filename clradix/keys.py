@@ -61,6 +61,11 @@ class KeyCodec:
             "key_inf_bits": _FLOAT_INF_BITS.get(self.bits, 0) if self.kind == "float" else 0,
         }
 
+    def flip(self, descending):
+        """The kernels' ``flip`` argument: all ones (as an unsigned key) to reverse the order of
+        the order keys, zero to keep it."""
+        return self.unsigned_dtype.type(((1 << self.bits) - 1) if descending else 0)
+
     def order_key(self, keys):
         """numpy reference of the order key (the same map the kernels compute)."""
         keys = np.ascontiguousarray(keys, dtype=self.dtype)

@@ -13,7 +13,9 @@ wrapped so that a failed allocation is a MemoryError naming the bytes and what t
 
 import threading
 
+import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
 MAX_POOLS = 8
@@ -66,3 +68,14 @@ def checked_allocator(queue, chosen, what="temporary memory", pools=None):
             raise MemoryError(f"allocating {int(nbytes)} bytes of {what} on "
                               f"{queue.device.name.strip()} failed: {exc}") from exc
     return allocate
+
+
+def new_output(queue, what, dtype, shape, allocator):
+    """A new output Array of ``shape``, from ``allocator`` (which the Array keeps as its
+    ``allocator``; never a pool: an output outlives the call) or allocated immediately; a failure
+    is a MemoryError naming the bytes and ``what`` they were for."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if not nbytes:
+        return cl_array.empty(queue, shape, dtype, allocator=allocator)
+    data = checked_allocator(queue, allocator, what)(nbytes)
+    return cl_array.Array(queue, shape, dtype, data=data, allocator=allocator)

@@ -74,7 +74,7 @@ class Onesweep(DigitPasses):
     def enqueue_passes(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
         pol = self.policy
         wg, radix = pol.wg_size, pol.radix
-        flip = self.flip(descending)
+        flip = self.codec.flip(descending)
         table = len(passes) * radix * self.index_bytes
         hist, bins_a, bins_b = alloc(table), alloc(table), alloc(table)
         status = alloc(self.status_bytes(pol))

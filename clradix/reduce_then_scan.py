@@ -42,7 +42,7 @@ class ReduceThenScan(DigitPasses):
         tpb, blocks = self.grid(self.policy, self.profile, n)
         m = self.policy.radix * blocks
         counts = alloc(m * self.index_bytes)
-        flip = self.flip(descending)
+        flip = self.codec.flip(descending)
         gsize = (blocks * wg,)
         evt_list = wait or None
         for p, (shift, bits) in enumerate(passes):
@@ -90,7 +90,7 @@ class SingleWorkGroup(DigitPasses):
         if self.value_t:
             (vin, vin_off), (vout, vout_off) = job.vals_in or job.vals_out, job.vals_out
             args += [vin, vin_off, vout, vout_off, int(job.iota)]
-        args += [job.n, job.begin_bit, job.end_bit, self.flip(job.descending),
+        args += [job.n, job.begin_bit, job.end_bit, self.codec.flip(job.descending),
                  int(job.keys_out is not None)]
         wg = self.policy.wg_size
         return self._traced("rts_small", self.small(queue, (wg,), (wg,), *args,

@@ -18,7 +18,7 @@ from numpy.typing import DTypeLike
 from .arguments import (Operand, buffer_size, attach_event, check_context, check_n, check_queue,
                         operand)
 from .keys import key_codec
-from .memory import QueuePools, checked_allocator
+from .memory import QueuePools, checked_allocator, new_output
 from .planner import TopkPlanner
 from .radix_select import RadixSelect, TopkJob, global_sorts
 from .render import programs_for
@@ -102,16 +102,18 @@ class Selector:
             plan, driver = self.planner.prepare(queue.device, codec, n_rows, row_len, k, sorted)
         # new outputs before anything is enqueued: a failed allocation is a MemoryError naming
         # the bytes, and no byte of the keys or outputs changes
+        user = allocator or self.allocator
         values = values_out if values_out is not None else \
-            self._new_out(queue, "values output", codec.dtype, out_shape, allocator)
+            new_output(queue, "values output", codec.dtype, out_shape, user)
         indices = indices_out if indices_out is not None else \
-            self._new_out(queue, "indices output", idx_dtype, out_shape, allocator)
+            new_output(queue, "indices output", idx_dtype, out_shape, user)
         replaced = {id(values): list(values.events), id(indices): list(indices.events)}
         wait = _events(wait_for) + list(src.events) + replaced[id(values)] + replaced[id(indices)]
         if n_rows * k == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait or None)
         else:
-            job = TopkJob(plan, src, n_rows, row_len, k, largest, values, indices, self._get_sorter())
+            sorter = self._get_sorter() if plan.route == "global" else None
+            job = TopkJob(plan, src, n_rows, row_len, k, largest, values, indices, sorter)
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
             with self._lock:
                 driver.trace = self.trace
@@ -197,17 +199,6 @@ class Selector:
                              f"{out.shape}")
         check_context(self.context, out.context, what)
 
-    def _new_out(self, queue, what, dtype, shape, allocator):
-        """A new output Array, from the caller's or the Selector's allocator (which it keeps as its
-        ``allocator``; never from the pools) or allocated immediately; a failure is a MemoryError
-        naming the bytes."""
-        user = allocator or self.allocator
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        if not nbytes:
-            return cl_array.empty(queue, shape, dtype, allocator=user)
-        data = checked_allocator(queue, user, what)(nbytes)
-        return cl_array.Array(queue, shape, dtype, data=data, allocator=user)
-
     def _get_sorter(self):
         with self._lock:
             if self._sorter is None:
@@ -228,10 +219,7 @@ def _check_helpers(context, allocator, sorter):
 
 
 def _check_k(k, row_len):
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
-        raise TypeError(f"k must be an integer, got {type(k).__name__}")
-    if k < 0:
-        raise ValueError(f"k must be non-negative, got {k}")
+    k = check_n(k, "k")
     if k > row_len:
         raise ValueError(f"k={k} exceeds the row length {row_len}")
-    return int(k)
+    return k

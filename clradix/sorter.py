@@ -17,7 +17,7 @@ from numpy.typing import DTypeLike
 from .arguments import attach_event, check_disjoint, check_n, check_queue, operand
 from .digit_passes import SortJob, digit_passes
 from .keys import key_codec, value_cl_type
-from .memory import QueuePools, checked_allocator
+from .memory import QueuePools, checked_allocator, new_output
 from .planner import SortPlanner
 from .policy import SortPolicy, check_overrides
 from .render import programs_for
@@ -121,13 +121,8 @@ class Sorter:
         idx_dtype = output_index_dtype(n)
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if out is None:
-            user_alloc = allocator or self.allocator
-            if n:
-                data = checked_allocator(queue, user_alloc, "index output")(
-                    n * idx_dtype.itemsize)
-                out_arr = cl_array.Array(queue, n, idx_dtype, data=data, allocator=user_alloc)
-            else:
-                out_arr = cl_array.empty(queue, 0, idx_dtype, allocator=user_alloc)
+            out_arr = new_output(queue, "index output", idx_dtype, (n,),
+                                 allocator or self.allocator)
             o = operand(out_arr, self.context, "out")
         else:
             o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
