@@ -42,7 +42,7 @@ class _Planner:
         self.overrides = overrides
         self.profiles = Profiles()
         self.drivers = {}
-        self._ready = {}   # what prepare() remembers per call configuration (SortPlanner)
+        self._ready = {}   # call configuration -> (profiles version, what prepare() returned)
         self._caps = {}
         self._lock = threading.RLock()
 

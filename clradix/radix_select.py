@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl as cl
 
 from .arguments import Operand
-from .driver import Driver, WorkGroupLimitError
+from .driver import Driver, WorkGroupLimitError, kernel_wg_limit
 from .sizes import cl_index_name, round_up
 from .topk_policy import RADIX
 
@@ -88,10 +88,10 @@ class RadixSelect(Driver):
         block, parts = _carve(alloc, _temp_sizes(plan, self.codec, job.rows, job.k))
         states, counts, hists, cands = parts[0:2], parts[2:4], parts[4:7], parts[7:11]
         sel = self._selection(job, parts[11:13])
-        flip = self.codec.unsigned_dtype.type(((1 << self.codec.bits) - 1) if job.largest else 0)
-        evt = self.init(queue, (job.rows * RADIX,), (RADIX,), states[0], *counts, *hists,
-                        np.uint32(job.rows), plan.index_np(job.k), plan.index_np(job.row_len),
-                        wait_for=wait or None)
+        flip = self.codec.flip(job.largest)
+        evt = self._traced("topk_init", self.init(
+            queue, (job.rows * RADIX,), (RADIX,), states[0], *counts, *hists, np.uint32(job.rows),
+            plan.index_np(job.k), plan.index_np(job.row_len), wait_for=wait or None))
         evt = self._passes(queue, job, states, counts, hists, cands, sel, flip, evt)
         if plan.route == "local":
             evt = self._traced("topk_sort_rows", self.sort_rows(
@@ -138,13 +138,14 @@ class RadixSelect(Driver):
                           descending=job.largest, wait_for=[evt], allocator=alloc)
         size = (round_up(m, 256),)
         if row_sort:
-            evt = self.row_of(queue, size, None, gidx, row_of, np.uint64(m), gd.type(job.row_len),
-                              wait_for=[evt])
+            evt = self._traced("topk_row_of", self.row_of(
+                queue, size, None, gidx, row_of, np.uint64(m), gd.type(job.row_len),
+                wait_for=[evt]))
             evt = sorter.sort(queue, row_of, dtype=np.uint32, n=m, values=gidx, value_dtype=gd,
                               end_bit=row_sort[0][2], wait_for=[evt], allocator=alloc)
-        return self.gather(queue, size, None, job.keys.buffer, job.keys.offset, gidx, np.uint64(m),
-                           gd.type(job.row_len), *_at(job.values), *_at(job.indices),
-                           wait_for=[evt])
+        return self._traced("topk_gather", self.gather(
+            queue, size, None, job.keys.buffer, job.keys.offset, gidx, np.uint64(m),
+            gd.type(job.row_len), *_at(job.values), *_at(job.indices), wait_for=[evt]))
 
 
 def global_sorts(codec, rows, row_len, gd):
@@ -165,10 +166,9 @@ def _at(array):
 def _check_work_groups(kernels, device, wg):
     """WorkGroupLimitError unless the kernels ((name, Kernel) pairs) launched with wg work-items
     per group run that many and fit the local memory on ``device``."""
-    info = cl.kernel_work_group_info
     for name, knl in kernels:
-        limit = knl.get_work_group_info(info.WORK_GROUP_SIZE, device)
-        local = knl.get_work_group_info(info.LOCAL_MEM_SIZE, device)
+        limit = kernel_wg_limit(knl, device)
+        local = knl.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device)
         if limit < wg or local > device.local_mem_size:
             raise WorkGroupLimitError(
                 f"wg_size={wg}: {name} runs at most {limit} work-items per group and needs "
