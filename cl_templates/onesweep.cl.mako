@@ -46,6 +46,7 @@
     assert wg % sg_size == 0 and sg_size <= 32
     assert lookback + (1 << tail_bits) <= ring, "the ring must outrun look-back and tail slack"
     key_bytes = key_bits // 8
+    hv = 16 // key_bytes  # keys per 16-byte load in os_histogram
     value_bytes = {None: 0, "uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}[value_t]
     raw_bytes = TILE * max(key_bytes, value_bytes)
     # unrolling the items-per-thread loops keeps them in registers on GPUs; CPU compilers (PoCL)
@@ -119,7 +120,19 @@ static inline void clear_ring(__global uint* ring, uint slots)
     }
 }
 
-/* hist[p * RADIX + d] += number of keys whose digit of pass p is d; zeroes ring 0 */
+/* hist[p * RADIX + d] += number of keys whose digit of pass p is d; zeroes ring 0. The keys are
+   read 16 bytes at a time (HV keys) where their start allows it, the rest one at a time. */
+#define HV ${hv}
+static inline void hist_key(KEY_T x, KEY_T flip, __local uint* lh, uint passes,
+                            __private const uint* sh, __private const uint* mk)
+{
+    const KEY_T k = order_key(x, flip);
+${unroll}
+    for (uint p = 0; p < ${MAXP}; ++p)
+        if (p < passes)
+            atomic_inc(&lh[p * RADIX + ((uint)(k >> sh[p]) & mk[p])]);
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
                   __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
@@ -130,18 +143,32 @@ void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n
     clear_ring(rings, clear_slots);
     keys += keys_off;
     const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
+    uint sh[${MAXP}], mk[${MAXP}];
+    for (uint p = 0; p < ${MAXP}; ++p) {
+        sh[p] = min(begin_bit + p * ${radix_bits}, ${key_bits - 1}u);
+        mk[p] = (1u << min((uint)${radix_bits}, end_bit - min(end_bit, sh[p]))) - 1u;
+    }
     for (uint e = lid; e < passes * RADIX; e += WG)
         lh[e] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     const INDEX_T stride = (INDEX_T)get_num_groups(0) * WG;
-    for (INDEX_T i = (INDEX_T)get_group_id(0) * WG + lid; i < n; i += stride) {
-        const KEY_T k = order_key(keys[i], flip);
-        for (uint p = 0; p < passes; ++p) {
-            const uint shift = begin_bit + p * ${radix_bits};
-            const uint bits = min((uint)${radix_bits}, end_bit - shift);
-            atomic_inc(&lh[p * RADIX + ((uint)(k >> shift) & ((1u << bits) - 1u))]);
+    const INDEX_T first = (INDEX_T)get_group_id(0) * WG + lid;
+    INDEX_T head = 0;
+% if hv > 1:
+    if ((keys_off & ${hv - 1}) == 0) {
+        const INDEX_T nv = n / HV;
+        __global const ${key_t}${hv}* kv = (__global const ${key_t}${hv}*)keys;
+        for (INDEX_T v = first; v < nv; v += stride) {
+            const ${key_t}${hv} x = kv[v];
+%   for c in range(hv):
+            hist_key(x.s${"0123456789abcdef"[c]}, flip, lh, passes, sh, mk);
+%   endfor
         }
+        head = nv * HV;
     }
+% endif
+    for (INDEX_T i = head + first; i < n; i += stride)
+        hist_key(keys[i], flip, lh, passes, sh, mk);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint e = lid; e < passes * RADIX; e += WG)
         if (lh[e])
