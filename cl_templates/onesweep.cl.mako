@@ -372,18 +372,22 @@ ${unroll}
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* the keys go to local memory in digit order (lcount: the scanned subgroup counters): through the
+/* the keys go to local memory in digit order, their digits beside them in ldig (so that the
+   scatter does not compute a key's order key again: float keys' took 3 % of the sort on the H200)
+   (lcount: the scanned subgroup counters): through the
    look-back each work-item holds only their local positions, dest[i] (TILE for padding) */
 static inline void scatter_to_local(__private uint dest[IPT], __private const uint dig[IPT],
                                     __private const KEY_T k[IPT], __local const uint* lcount,
-                                    __local KEY_T* lkeys, uint w)
+                                    __local KEY_T* lkeys, __local uchar* ldig, uint w)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint di = dig[i] & 0xffffu;
         dest[i] = di < RADIX ? lcount[w * RADIX + di] + (dig[i] >> 16) : TILE;
-        if (di < RADIX)
+        if (di < RADIX) {
             lkeys[dest[i]] = k[i];
+            ldig[dest[i]] = (uchar)di;
+        }
     }
 }
 
@@ -585,7 +589,7 @@ static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lke
                                 __global KEY_T* keys_out, uint write_keys, uint valid,
                                 __local INDEX_T* lbase, __local const INDEX_T* lbins,
                                 __local const uint* lprefix, __local const uint* lcount,
-                                uint shift, uint digit_mask, KEY_T flip, uint lid)
+                                __local const uchar* ldig, uint lid)
 {
     for (uint d = lid; d < RADIX; d += WG)
         lbase[d] = lbins[d] + lprefix[d] - lcount[d];  /* lcount[d]: subgroup 0's start */
@@ -595,7 +599,7 @@ ${unroll}
         const uint j = i * WG + lid;
         if (j < valid) {
             const KEY_T key = lkeys[j];
-            dj[i] = digit_of(key, shift, digit_mask, flip);
+            dj[i] = ldig[j];
             if (write_keys)
                 keys_out[lbase[dj[i]] + j] = key;
         }
@@ -654,6 +658,7 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
     __local INDEX_T lbins[RADIX];
     __local uint ltile;
     __local uint lflag;
+    __local uchar ldig[TILE];
 
     __local KEY_T* lkeys = (__local KEY_T*)lraw;
     __global volatile uint* status = rings + ring * RING_WORDS;
@@ -684,7 +689,7 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
     rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint dest[IPT];
-    scatter_to_local(dest, dig, k, lcount, lkeys, w);
+    scatter_to_local(dest, dig, k, lcount, lkeys, ldig, w);
     look_back(status, t, keys_in, portion_len, shift, digit_mask, flip, lprefix, lfb, &lflag,
               lid);
     const uint last = t == (portion_len + TILE - 1) / TILE - 1;
@@ -692,8 +697,8 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
     release_slot(t, done, counters, lid);
 
     uint dj[IPT];
-    scatter_keys(dj, lkeys, keys_out, write_keys, valid, lbase, lbins, lprefix, lcount, shift,
-                 digit_mask, flip, lid);
+    scatter_keys(dj, lkeys, keys_out, write_keys, valid, lbase, lbins, lprefix, lcount, ldig,
+                 lid);
 % if value_t:
     scatter_values(dest, dj, vals_in + vals_in_off + portion_start, vals_out + vals_out_off,
                    vals_iota, portion_start, base, valid, (__local VALUE_T*)lraw, lbase, w, lane,
