@@ -76,12 +76,20 @@ _choice = None   # (spec, slot) set by use_device
 
 def who() -> str:
     """Names this process: the ``distributed`` worker (name and address) when it is one."""
+    w = None
     try:
         from distributed import get_worker
-        w = get_worker()
-        return f"worker {w.name!r} ({w.address}, pid {os.getpid()})"
-    except (ImportError, ValueError):
+        from distributed.worker import Worker
+        try:
+            w = get_worker()   # inside a task
+        except ValueError:     # a plugin's setup, client.run: the process's one worker
+            live = list(Worker._instances)
+            w = live[0] if len(live) == 1 else None
+    except ImportError:
+        pass
+    if w is None:
         return f"process {os.getpid()} on {socket.gethostname()}"
+    return f"worker {w.name!r} ({w.address}, pid {os.getpid()}, host {socket.gethostname()})"
 
 
 def _listing() -> str:
