@@ -103,15 +103,23 @@ def _listing() -> str:
 
 def matching(spec: str) -> list:
     """The devices that build kernels and match ``spec`` (an index in all_devices(), or a
-    substring of "platform name device name"), in platform order."""
+    case-insensitive substring of "platform name device name"; "pocl" names PoCL's platform),
+    in platform order."""
     devices = all_devices()
     spec = str(spec).strip()
     if spec.isdigit():
         picked = [devices[int(spec)]] if int(spec) < len(devices) else []
     else:
-        picked = [d for d in devices
-                  if spec.lower() in f"{d.platform.name} {d.name}".lower()]
+        picked = [d for d in devices if spec.lower() in _label(d).lower()]
     return [d for d in picked if can_build(d)]
+
+
+def _label(d) -> str:
+    """What a spec substring is matched against: "platform name device name" (and PoCL's short
+    name)."""
+    plat = d.platform.name.strip()
+    short = " PoCL" if plat == "Portable Computing Language" else ""
+    return f"{plat}{short} {d.name.strip()}"
 
 
 def select_device(spec: Optional[str] = None, slot: int = 0) -> cl.Device:

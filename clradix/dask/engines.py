@@ -154,7 +154,8 @@ class NumpyEngine:
 
     def sort(self, keys):
         with _phase("host"):
-            return np.sort(keys, kind="stable")
+            # equal integers are equal bits: only float keys (+-0, NaN payloads) need stability
+            return np.sort(keys, kind="stable" if keys.dtype.kind == "f" else None)
 
     def sort_pairs(self, keys, values):
         with _phase("host"):
