@@ -176,7 +176,6 @@ def run_sort(out, client, where, workers, args, engines):
                        threads=args.threads_per_worker, chunk=chunk, phases_s=phases,
                        partition_sizes=sizes, **stream,
                        note=f"phases {phases} {stream}")
-    del x
 
 
 def run_topk(out, client, where, workers, args, engines):
@@ -212,7 +211,6 @@ def run_topk(out, client, where, workers, args, engines):
                        np.float32, n, t, ok=ok, workers=workers, k=k, chunk=chunk,
                        threads=args.threads_per_worker, phases_s=phases, **stream,
                        note=f"phases {phases} {stream['compute_s']}")
-    del x
 
 
 def _topk_reference(x, k):

@@ -73,16 +73,22 @@ class DeviceEngine:
             return d.get(q)
 
     def sort_pairs(self, keys: np.ndarray, values: np.ndarray):
-        """``(keys, values)`` stably sorted by key (values of 1 to 16 bytes move with them)."""
-        if keys.size <= 1:
+        """``(keys, values)`` stably sorted by key. The sort carries the keys' positions (the
+        sort's key-index variant, which ``sort_index`` builds too) and the values follow them
+        in a gather on the device."""
+        n = keys.size
+        if n <= 1:
             return keys.copy(), values.copy()
         _count()
         dev = devices.current()
         q = dev.queue
         with _phase("upload"):
             d, v = dev.to_device(keys), dev.to_device(values)
+            idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
         with _phase("device"):
-            dev.sorter.sort(q, d, values=v).wait()
+            dev.sorter.sort(q, d, values=idx).wait()
+            v = cl_array.take(v, idx, queue=q)
+            v.finish()
         with _phase("download"):
             return d.get(q), v.get(q)
 
@@ -182,12 +188,13 @@ class NumpyEngine:
             if largest:
                 okey = ~okey
             if k < n:
-                part = np.argpartition(okey, k - 1, axis=-1)[:, :k]
-                kth = np.take_along_axis(okey, part, -1).max(axis=-1, keepdims=True)
-                less, eq = okey < kth, okey == kth
-                need = k - less.sum(axis=-1, keepdims=True)
-                keep = less | (eq & (np.cumsum(eq, axis=-1) <= need))
-                pos = np.nonzero(keep)[1].reshape(rows, k).astype(np.int64)
+                pos = np.empty((rows, k), np.int64)
+                for r in range(rows):   # the k smallest (order key, position) pairs
+                    row = okey[r]
+                    kth = row[np.argpartition(row, k - 1)[:k]].max()
+                    less = np.flatnonzero(row < kth)
+                    eq = np.flatnonzero(row == kth)[:k - less.size]
+                    pos[r] = np.sort(np.concatenate([less, eq]))
             else:
                 pos = np.broadcast_to(np.arange(n, dtype=np.int64), (rows, n)).copy()
             if ranked:
