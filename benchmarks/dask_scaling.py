@@ -21,6 +21,7 @@ platform that has one (else clradix's default device). ``--quick``: 2^20 and 2^2
 chunks of 2^16, 1 repeat.
 """
 
+import ast
 import os
 import time
 
@@ -84,7 +85,7 @@ def _stream_summary(data):
             elif ss["action"] == "transfer":
                 transfer += dt
         key = t["key"]
-        k = eval(key, {}) if isinstance(key, str) and key.startswith("(") else key
+        k = ast.literal_eval(key) if isinstance(key, str) and key.startswith("(") else key
         if isinstance(k, tuple):
             if group == "clradix-piece":
                 piece_at[(k[1], k[2])] = (t["worker"], t.get("nbytes", 0))
