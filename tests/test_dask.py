@@ -302,3 +302,22 @@ def test_dataframe_sort_values(client, rng):
     # rows keep their own values
     assert (got.set_index("row").sort_index()[["a", "b"]].fillna(-1)
             .equals(df.set_index("row").sort_index()[["a", "b"]].fillna(-1)))
+
+
+def test_plugin_gives_each_worker_its_slot(monkeypatch):
+    """Worker i of a machine gets the i-th matching device (slot from the name's number, else
+    a claimed slot)."""
+    from types import SimpleNamespace
+    calls = []
+
+    def fake_use(spec, slot):
+        calls.append((spec, slot))
+        return clradix.dask.current()
+    monkeypatch.setattr(clradix.dask.devices, "use_device", fake_use)
+    for name in (0, "gpu-3", "tcp://host"):
+        plugin = crd.DevicePlugin("NVIDIA")
+        w = SimpleNamespace(name=name)
+        plugin.setup(w)
+        assert w.clradix_device
+        plugin.teardown(w)
+    assert calls[:2] == [("NVIDIA", 0), ("NVIDIA", 3)] and calls[2][0] == "NVIDIA"
