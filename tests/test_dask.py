@@ -321,3 +321,22 @@ def test_plugin_gives_each_worker_its_slot(monkeypatch):
         assert w.clradix_device
         plugin.teardown(w)
     assert calls[:2] == [("NVIDIA", 0), ("NVIDIA", 3)] and calls[2][0] == "NVIDIA"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int16, np.uint8], ids=str)
+def test_numpy_engine_select(rng, dtype):
+    """The reference engine's selection alone: NaN as the boundary, ties, both directions."""
+    from clradix.dask.engines import NumpyEngine
+    x = keys(rng, dtype, 6 * 200).reshape(6, 200)
+    if np.dtype(dtype).kind == "f":
+        x[0, ::3] = np.nan   # more NaNs than k: the k-th largest is a NaN
+    for k in (1, 5, 67, 199):
+        for largest in (True, False):
+            for ranked in (True, False):
+                v, p = NumpyEngine().select(x, k, largest, ranked)
+                rv, rp = ref_topk(x, k, largest)
+                if not ranked:
+                    rp = np.sort(rp, axis=-1)
+                    rv = np.take_along_axis(x, rp, -1)
+                np.testing.assert_array_equal(p, rp, err_msg=f"k={k} largest={largest}")
+                np.testing.assert_array_equal(bits_of(v), bits_of(rv))

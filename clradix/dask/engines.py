@@ -184,24 +184,37 @@ class NumpyEngine:
     def select(self, a, k, largest, ranked):
         with _phase("host"):
             rows, n = a.shape
-            okey = key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
-            if largest:
-                okey = ~okey
             if k < n:
                 pos = np.empty((rows, k), np.int64)
-                for r in range(rows):   # the k smallest (order key, position) pairs
-                    row = okey[r]
-                    kth = row[np.argpartition(row, k - 1)[:k]].max()
-                    less = np.flatnonzero(row < kth)
-                    eq = np.flatnonzero(row == kth)[:k - less.size]
-                    pos[r] = np.sort(np.concatenate([less, eq]))
+                for r in range(rows):
+                    pos[r] = _select_row(a[r], k, largest)
             else:
                 pos = np.broadcast_to(np.arange(n, dtype=np.int64), (rows, n)).copy()
             if ranked:
-                pos = np.take_along_axis(
-                    pos, np.argsort(np.take_along_axis(okey, pos, -1), axis=-1, kind="stable"),
-                    -1)
+                okey = key_codec(a.dtype).order_key(np.take_along_axis(a, pos, -1).ravel())
+                okey = (~okey if largest else okey).reshape(pos.shape)
+                pos = np.take_along_axis(pos, np.argsort(okey, axis=-1, kind="stable"), -1)
             return np.take_along_axis(a, pos, -1), pos
+
+
+def _select_row(row, k, largest):
+    """Positions (increasing) of the k largest (smallest) of ``row``: numpy's comparisons are
+    clradix's order (NaN largest, -0.0 == +0.0) except that NaN equals nothing, handled here;
+    ties to the smaller position."""
+    n = row.size
+    at = n - k if largest else k - 1
+    kth = row[np.argpartition(row, at)[at]]
+    if row.dtype.kind == "f" and kth != kth:   # the boundary is NaN
+        nan = np.isnan(row)
+        better, eq = (np.zeros(n, bool), nan) if largest else (~nan, nan)
+    elif largest:
+        better, eq = row > kth, row == kth
+        if row.dtype.kind == "f":
+            better |= np.isnan(row)
+    else:
+        better, eq = row < kth, row == kth
+    b = np.flatnonzero(better)
+    return np.sort(np.concatenate([b, np.flatnonzero(eq)[:k - b.size]]))
 
 
 ENGINES = {"clradix": DeviceEngine(), "numpy": NumpyEngine()}
