@@ -3,7 +3,8 @@
 Cases: ``sort``: clradix.dask.sort of 2^31 random uint32 keys (``--log2n``); ``topk``:
 clradix.dask.topk of 2^32 standard normal float32 keys, k = 1000 (``--topk-log2n``, ``--k``).
 Each beside the same Dask graph with numpy chunk functions (``engine="numpy"``), and the top-k
-beside dask.array.topk (numpy). The keys are generated on the workers and persisted first; a
+beside dask.array.topk (numpy; values only: clradix.dask computes topk and argtopk together, which
+share their graph and select once). The keys are generated on the workers and persisted first; a
 sort's result is persisted on the workers (not gathered), a top-k's gathered.
 
 Per run: the wall time, and where it goes: per phase, the seconds the chunk tasks spent

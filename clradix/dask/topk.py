@@ -62,14 +62,16 @@ def _reduce(x, k, axis, split_every, engine_name, want):
         out = da.empty(x.shape[:-1] + (0,), dtype=out_dtype,
                        chunks=x.chunks[:-1] + ((0,),))
         return out.T if axis != last else out
-    pairs = x.map_blocks(_chunk, eng=eng, k=kk, largest=largest, dtype=object,
-                         meta=np.empty((0,) * x.ndim, dtype=object))
-    out = reduction(pairs, chunk=_identity,
-                    combine=partial(_merge, eng=eng, k=kk, largest=largest, ranked=False),
-                    aggregate=partial(_final, eng=eng, k=kk, largest=largest, ndim=x.ndim,
-                                      want=want),
-                    axis=last, keepdims=True, dtype=out_dtype, split_every=split_every,
-                    concatenate=False, output_size=kk, meta=meta)
+    # the graph up to the ranked (values, positions) pair is the same for topk and argtopk:
+    # computed together, they select once
+    obj = np.empty((0,) * x.ndim, dtype=object)
+    pairs = x.map_blocks(_chunk, eng=eng, k=kk, largest=largest, dtype=object, meta=obj)
+    ranked = reduction(pairs, chunk=_identity,
+                       combine=partial(_merge, eng=eng, k=kk, largest=largest, ranked=False),
+                       aggregate=partial(_final, eng=eng, k=kk, largest=largest, ndim=x.ndim),
+                       axis=last, keepdims=True, dtype=object, split_every=split_every,
+                       concatenate=False, output_size=kk, meta=obj)
+    out = ranked.map_blocks(_pick, 0 if want == "values" else 1, dtype=out_dtype, meta=meta)
     return out.T if axis != last else out
 
 
@@ -112,7 +114,10 @@ def _merge(parts, eng, k, largest, ranked, axis=None, keepdims=None):
     return _select(eng, vals, pos, k, largest, ranked)
 
 
-def _final(parts, eng, k, largest, ndim, want, axis=None, keepdims=None):
+def _final(parts, eng, k, largest, ndim, axis=None, keepdims=None):
     v, p = _merge(parts, eng, k, largest, ranked=True)
-    out = v if want == "values" else p
-    return out.reshape(-1) if ndim == 1 else out
+    return (v.reshape(-1), p.reshape(-1)) if ndim == 1 else (v, p)
+
+
+def _pick(pair, which):
+    return pair[which]
