@@ -160,9 +160,16 @@ inline row_state first_state(INDEX_T k, INDEX_T row_len)
     return s;
 }
 
-__kernel void topk_init(__global row_state* state, __global INDEX_T* counters,
-                        __global INDEX_T* hist, uint rows, INDEX_T k, INDEX_T row_len)
+## The temporaries live in one buffer (no sub-buffers): each at a byte offset (a multiple of
+## 4 KiB) of `temp`.
+#define AT(type, off) ((__global type*)(temp + (off)))
+
+__kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
+                        uint rows, INDEX_T k, INDEX_T row_len)
 {
+    __global row_state* state = AT(row_state, state_off);
+    __global INDEX_T* counters = AT(INDEX_T, counters_off);
+    __global INDEX_T* hist = AT(INDEX_T, hist_off);
     const uint row = get_group_id(0);
     const uint lid = get_local_id(0);
     for (uint j = 0; j < RPT; ++j)
@@ -470,13 +477,19 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
                INDEX_T cap, uint pos_bits, uint groups_per_row, KEY_T flip,
-               OUT_INDEX_T idx_row_mul, __global row_state* state, __global INDEX_T* hist,
-               __global INDEX_T* counters,
-               __global KEY_T* restrict cand_key0, __global INDEX_T* restrict cand_pos0,
-               __global KEY_T* restrict cand_key1, __global INDEX_T* restrict cand_pos1,
+               OUT_INDEX_T idx_row_mul, __global uchar* temp, ulong state_off, ulong hist_off,
+               ulong counters_off, ulong cand_key0_off, ulong cand_pos0_off, ulong cand_key1_off,
+               ulong cand_pos1_off,
                __global KEY_T* restrict out_key, ulong out_key_off,
                __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off, uint p_arg)
 {
+    __global row_state* state = AT(row_state, state_off);
+    __global INDEX_T* hist = AT(INDEX_T, hist_off);
+    __global INDEX_T* counters = AT(INDEX_T, counters_off);
+    __global KEY_T* cand_key0 = AT(KEY_T, cand_key0_off);
+    __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
+    __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
+    __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
     const uint p = ${"p_arg" if P is None else P};   /* a constant in the first passes' kernels */
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
@@ -585,7 +598,8 @@ STEP void bitonic_sort_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local O
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_INDEX_T* restrict sel_idx,
+void topk_sort_rows(const __global KEY_T* restrict sel_key, ulong sel_key_off,
+                    const __global OUT_INDEX_T* restrict sel_idx, ulong sel_idx_off,
                     INDEX_T k, KEY_T flip,
                     __global KEY_T* restrict out_key, ulong out_key_off,
                     __global IDX_T* restrict out_idx, ulong out_idx_off)
@@ -598,7 +612,8 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_I
     uint size = 1;
     while (size < (uint)k)
         size <<= 1;
-    load_pairs(lsel, lkey, lpos, sel_key + (size_t)row * k, sel_idx + (size_t)row * k, k, size,
+    load_pairs(lsel, lkey, lpos, sel_key + sel_key_off + (size_t)row * k,
+               sel_idx + sel_idx_off + (size_t)row * k, k, size,
                flip, lid);
     bitonic_sort_pairs(lsel, lkey, lpos, size, lid);
     for (uint i = lid; i < (uint)k; i += WG) {

@@ -3,13 +3,14 @@
 
 Rows up to the policy's ``single_max`` (sorted k up to the local sort) take one launch of
 ``topk_single`` and no temporary memory. Otherwise, per call (``RadixSelect.temp_bytes``, exactly
-what a call asks its allocator for, the radix sorts' own aside): one allocation, split into
-sub-buffers, of two candidate buffers of ``cap`` keys and positions per row, cap = min(row_len,
-max(row_len // 32, 1024)) unless the policy's ``cand_cap`` says otherwise (about 1/8 of the input
-for 32-bit keys, 16 bytes x 2048 per row for short rows), a 2048-counter histogram, four counters
-and a row state per row, and for sorted results k keys and indices per row (each part aligned to
-4 KiB). The launches: topk_init, digits + 1 passes (a row's finished passes return at once),
-then the route's ordering.
+what a call asks its allocator for, the radix sorts' own aside): one allocation (its parts at
+byte offsets the kernels take: no sub-buffers) of two candidate buffers of ``cap`` keys and
+positions per row, cap = min(row_len, max(row_len // 32, 1024)) unless the policy's
+``cand_cap`` says otherwise (about 1/8 of the input for 32-bit keys, 16 bytes x 2048 per row for
+short rows), a 2048-counter histogram, four counters and a row state per row, and for sorted
+results k keys and indices per row (each part aligned to 4 KiB; on the global route those are
+allocations of their own, the radix sorts' operands). The launches: topk_init, digits + 1
+passes (a row's finished passes return at once), then the route's ordering.
 """
 
 from dataclasses import dataclass
@@ -24,8 +25,7 @@ from .sizes import cl_index_name, round_up
 from .topk_policy import RADIX
 
 STATE_BYTES = 64  # sizeof(row_state) is at most 56
-# Sub-buffer origins must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (at most 4096 bits on the
-# devices here; 4096 bytes covers any).
+# The parts of the one allocation start at multiples of 4 KiB (any element type, any vector load).
 _ALIGN = 4096
 
 
@@ -63,20 +63,21 @@ class RadixSelect(Driver):
         uint, ulong, idx = np.uint32, np.uint64, plan.index_np
         key_np, out_np = codec.unsigned_dtype.type, plan.out_index_np
         self.init = cl.Kernel(prg, "topk_init")
-        self.init.set_scalar_arg_dtypes([None, None, None, uint, idx, idx])
+        self.init.set_scalar_arg_dtypes([None, ulong, ulong, ulong, uint, idx, idx])
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
         # argument): every other argument is the same for each pass of a call
         self.passes = [cl.Kernel(prg, name) for name in ("topk_pass_0", "topk_pass_1", "topk_pass")]
         for knl in self.passes:
             knl.set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, key_np, out_np]
-                                      + [None] * 7 + [None, ulong, None, ulong, uint])
+                                      + [None] + [ulong] * 7 + [None, ulong, None, ulong, uint])
         self.single = cl.Kernel(prg, "topk_single")
         self.single.set_scalar_arg_dtypes([None, ulong, idx, idx, uint, uint, key_np, None, ulong,
                                            None, ulong])
         launched = [("topk_pass", knl) for knl in self.passes] + [("topk_single", self.single)]
         if plan.sort_size:
             self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
-            self.sort_rows.set_scalar_arg_dtypes([None, None, idx, key_np, None, ulong, None, ulong])
+            self.sort_rows.set_scalar_arg_dtypes([None, ulong, None, ulong, idx, key_np, None,
+                                                  ulong, None, ulong])
             launched.append(("topk_sort_rows", self.sort_rows))
         self.row_of = cl.Kernel(prg, "topk_row_of")
         self.row_of.set_scalar_arg_dtypes([None, None, ulong, out_np])
@@ -87,9 +88,9 @@ class RadixSelect(Driver):
 
     @classmethod
     def temp_bytes(cls, plan, codec, rows, k):
-        """Bytes of the one allocation a call carves (the global route's sorts' own aside)."""
-        sizes = _temp_sizes(plan, codec, rows, k)
-        return _carve_offsets(sizes)[1] if sizes else 0
+        """Bytes a call asks its allocator for (the global route's sorts' own aside)."""
+        block, apart = _temp_sizes(plan, codec, rows, k)
+        return (_carve_offsets(block)[1] if block else 0) + sum(max(n, 1) for n in apart)
 
     def enqueue(self, queue, job, alloc, wait):
         plan = job.plan
@@ -99,32 +100,35 @@ class RadixSelect(Driver):
                 queue, (job.rows * plan.wg,), (plan.wg,), job.keys.buffer, job.keys.offset,
                 plan.index_np(job.row_len), plan.index_np(job.k), plan.pos_bits, plan.digits,
                 flip, *_at(job.values), *_at(job.indices), wait_for=wait or None))
-        # every temporary of the call but the sorts' own: one allocation (_carve)
-        block, parts = _carve(alloc, _temp_sizes(plan, self.codec, job.rows, job.k))
-        state, counters, hist, cands = parts[0], parts[1], parts[2], parts[3:7]
-        sel = self._selection(job, parts[7:9])
+        # the selection's temporaries: one allocation, each part at an offset the kernels take
+        # (no sub-buffers); the global route's sort operands are allocations of their own
+        sizes, apart = _temp_sizes(plan, self.codec, job.rows, job.k)
+        off, total = _carve_offsets(sizes)
+        block = alloc(total)
+        own = [alloc(max(n, 1)) for n in apart]
         evt = self._traced("topk_init", self.init(
-            queue, (job.rows * plan.wg,), (plan.wg,), state, counters, hist, np.uint32(job.rows),
-            plan.index_np(job.k), plan.index_np(job.row_len), wait_for=wait or None))
-        evt = self._passes(queue, job, state, counters, hist, cands, sel, flip, evt)
+            queue, (job.rows * plan.wg,), (plan.wg,), block, off[0], off[1], off[2],
+            np.uint32(job.rows), plan.index_np(job.k), plan.index_np(job.row_len),
+            wait_for=wait or None))
+        if plan.route == "direct":
+            sel = (*_at(job.values), *_at(job.indices))
+        elif plan.route == "local":
+            sel = (block, off[7] // self.codec.itemsize, block,
+                   off[8] // np.dtype(plan.out_index_np).itemsize)
+        else:
+            sel = (own[0], 0, own[1], 0)
+        evt = self._passes(queue, job, block, off, sel, flip, evt)
         if plan.route == "local":
             evt = self._traced("topk_sort_rows", self.sort_rows(
-                queue, (job.rows * plan.wg,), (plan.wg,), sel[0], sel[2], plan.index_np(job.k),
-                flip, *_at(job.values), *_at(job.indices), wait_for=[evt]))
+                queue, (job.rows * plan.wg,), (plan.wg,), *sel, plan.index_np(job.k), flip,
+                *_at(job.values), *_at(job.indices), wait_for=[evt]))
         elif plan.route == "global":
-            evt = self._global_sort(queue, job, sel[0], sel[2], parts[9] if job.rows > 1 else None,
+            evt = self._global_sort(queue, job, own[0], own[1], own[2] if job.rows > 1 else None,
                                     alloc, evt)
-        del block   # (a pool's block goes back to its pool: for later commands of this queue)
+        del block, own   # (a pool's blocks go back to its pool: for later commands of this queue)
         return evt
 
-    def _selection(self, job, parts):
-        """(keys, key offset, indices, index offset) the passes write the selected elements to:
-        the outputs themselves (direct route), or temporaries that the route then orders."""
-        if job.plan.route == "direct":
-            return (*_at(job.values), *_at(job.indices))
-        return parts[0], 0, parts[1], 0
-
-    def _passes(self, queue, job, state, counters, hist, cands, sel, flip, evt):
+    def _passes(self, queue, job, block, off, sel, flip, evt):
         """The digit passes: pass p classifies by digit p - 1 and counts digit p; the last
         work-group of a row to finish a pass picks the next pivot (every pass after the last
         digit only writes). The arguments are set once per kernel; the general pass kernel's p
@@ -133,7 +137,8 @@ class RadixSelect(Driver):
         row_mul = job.row_len if plan.route == "global" else 0
         ix = plan.index_np
         args = (job.keys.buffer, job.keys.offset, ix(job.row_len), ix(job.k), ix(plan.cap),
-                plan.pos_bits, plan.groups, flip, row_mul, state, hist, counters, *cands, *sel)
+                plan.pos_bits, plan.groups, flip, row_mul, block, off[0], off[2], off[1],
+                *off[3:7], *sel)
         gsize, lsize = (plan.groups * plan.wg, job.rows), (plan.wg, 1)
         for p in range(plan.digits + 1):
             knl = self.passes[min(p, 2)]
@@ -196,43 +201,30 @@ def _check_work_groups(kernels, device, wg):
 
 
 def _temp_sizes(plan, codec, rows, k):
-    """Bytes of each temporary a call carves from its one allocation, in enqueue's order: the row
-    states, four counters per row (output slots, candidate slots of even and odd passes, groups
-    done with the pass), the histograms, two candidate buffers (keys, positions; keys,
-    positions); then for sorted results the selected keys and indices, and for the global route
-    of several rows each selected element's row. None on the one-launch route."""
+    """Bytes of the temporaries of a call: ``(parts of the one allocation, in the kernels'
+    order, allocations of their own)``. The parts: the row states, four counters per row (output
+    slots, candidate slots of even and odd passes, groups done with the pass), the histograms,
+    two candidate buffers (keys, positions; keys, positions), and on the local route the selected
+    keys and indices. The global route's selected keys and indices (and, for several rows, each
+    one's row) are sort operands: allocations of their own. Nothing on the one-launch route."""
     if plan.single:
-        return []
-    ib, kb, cap = plan.index_bytes, codec.itemsize, plan.cap
+        return [], []
+    ib, kb, cap, m = plan.index_bytes, codec.itemsize, plan.cap, rows * k
     sizes = ([rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
              + [rows * cap * kb, rows * cap * ib] * 2)
-    m = rows * k
-    if plan.route != "direct":
-        sizes += [m * kb, m * np.dtype(plan.out_index_np).itemsize]
-    if plan.route == "global" and rows > 1:
-        sizes.append(m * 4)
-    return sizes
+    sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
+    if plan.route == "local":
+        return sizes + sel, []
+    if plan.route == "global":
+        return sizes, sel + ([m * 4] if rows > 1 else [])
+    return sizes, []
 
 
 def _carve_offsets(sizes):
+    """(byte offset of each part, total bytes): parts aligned to 4 KiB, so that every element
+    type's pointer at an offset is aligned."""
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
         total += round_up(max(size, 1), _ALIGN)
     return offsets, total
-
-
-def _carve(alloc, sizes):
-    """One allocation split into sub-buffers of ``sizes`` bytes (allocating is the costly part,
-    and a pool then holds one block per call): ``(block, parts)``; keep ``block`` while the parts
-    are in use. The block may be a Buffer or a pool's PooledBuffer. An allocator that hands out
-    sub-buffers gets one request per part instead: sub-buffers carved from the memory object
-    beneath such a block crashed NVIDIA's OpenCL driver (580.159) in a later launch."""
-    offsets, total = _carve_offsets(sizes)
-    block = alloc(total)
-    if block.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is not None:
-        del block
-        return None, [alloc(max(size, 1)) for size in sizes]
-    root = block if isinstance(block, cl.Buffer) else \
-        cl.Buffer.from_int_ptr(block.int_ptr, retain=True)   # a PooledBuffer's memory object
-    return block, [root.get_sub_region(off, max(size, 1)) for off, size in zip(offsets, sizes)]

@@ -100,12 +100,15 @@ def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sor
         if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool)):
             raise TypeError(f"{name} must be an integer or None (the planner decides), got "
                             f"{type(v).__name__}")
-    if wg_size is not None and (wg_size < MIN_WG or wg_size > RADIX or wg_size & (wg_size - 1)):
-        raise ValueError(f"wg_size must be a power of two from {MIN_WG} to {RADIX} (the digits of "
-                         f"the {DIGIT_BITS}-bit histogram shared evenly), got {wg_size}")
+    bad_wg = ValueError(f"wg_size must be a power of two from {MIN_WG} to {RADIX} (the digits "
+                        f"of the {DIGIT_BITS}-bit histogram shared evenly), got {wg_size}")
+    if wg_size is not None and (wg_size < MIN_WG or wg_size & (wg_size - 1)):
+        raise bad_wg
     if wg_size is not None and max_wg_size is not None and wg_size > max_wg_size:
         raise ValueError(f"wg_size={wg_size} exceeds the largest work-group of the device "
                          f"({max_wg_size})")
+    if wg_size is not None and wg_size > RADIX:
+        raise bad_wg
     if items_per_thread is not None and (items_per_thread < 2
                                          or items_per_thread & (items_per_thread - 1)):
         raise ValueError(f"items_per_thread must be a power of two >= 2 (runs of 2 to 16 keys "
