@@ -651,6 +651,13 @@ void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
     if (lid == 0)
         l_out = 0;
     row_state st = first_state(k, row_len);
+    /* a row of one tile is loaded once, and stays in registers for every pass */
+    const bool one_tile = row_len <= TILE;
+    KEY_T x[IPT];
+    if (one_tile) {
+        const INDEX_T base = 0;
+        load_keys(x, src, base, row_len, row_len == TILE, lid);
+    }
     for (uint p = 0; p <= digits; ++p) {
         for (uint j = 0; j < RPT; ++j)
             lhist[j * WG + lid] = 0;
@@ -658,9 +665,9 @@ void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
         pass_filter f = filter_of(st, p, pos_bits, flip);
         f.from_cands = f.write = false;
         for (INDEX_T base = 0; base < row_len; base += TILE) {
-            KEY_T x[IPT];
             const bool full = base + TILE <= row_len;
-            load_keys(x, src, base, row_len, full, lid);
+            if (!one_tile)
+                load_keys(x, src, base, row_len, full, lid);
             for (uint i = 0; i < IPT; ++i) {
                 const INDEX_T pi = ELEM(i);
                 const KEY_T sel = order_key(x[i], flip);
