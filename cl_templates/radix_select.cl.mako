@@ -110,8 +110,10 @@ typedef struct {
 ## a counter in global memory; 64-bit ones need cl_khr_int64_base_atomics
 % if index_t == "ulong":
 #define COUNTER_ADD(p, v) atom_add((volatile __global ulong*)(p), (ulong)(v))
+#define COUNTER_TAKE(p) atom_xchg((volatile __global ulong*)(p), (ulong)0)
 % else:
 #define COUNTER_ADD(p, v) atomic_add((volatile __global uint*)(p), (uint)(v))
+#define COUNTER_TAKE(p) atomic_xchg((volatile __global uint*)(p), 0u)
 % endif
 
 ## The shift of digit j of a field of `bits` bits (its last digit the narrower one).
@@ -175,7 +177,7 @@ __kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_of
     for (uint j = 0; j < RPT; ++j)
         hist[(size_t)row * RADIX + j * WG + lid] = 0;
     if (lid == 0) {
-        state[row] = first_state(k, row_len);
+        state[row] = first_state(k, row_len);   /* pass 0 reads the first of the two */
         counters[(size_t)4 * row] = 0;       /* output slots */
         counters[(size_t)4 * row + 1] = 0;   /* candidate slots, even passes */
         counters[(size_t)4 * row + 2] = 0;   /* candidate slots, odd passes */
@@ -431,10 +433,13 @@ STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
 ## The end of pass p for one work-group of a row: its local histogram added into the row's; then
 ## the group that finishes last (the row's counter of finished groups) scans the row's histogram,
 ## writes the state of pass p + 1 and readies the counters and histogram for it. No group waits
-## for another: each adds, fences and counts itself done.
+## for another: each adds, fences and counts itself done. Every access to what the groups of a
+## pass share is atomic (the histogram and counters: read and zeroed by exchange), and the state
+## alternates between two copies (pass p reads one, its last group writes the other), so no
+## plain access of one group meets another group's in the same pass.
 STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint groups_per_row,
                       const __local uint* lhist, __global INDEX_T* hist,
-                      __global row_state* state, __global INDEX_T* counters,
+                      __global row_state* state_next, __global INDEX_T* counters,
                       __local INDEX_T* iscratch, __local row_state* lstate, __local uint* l_last,
                       uint lid)
 {
@@ -455,15 +460,13 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
     if (*l_last) {
         mem_fence(CLK_GLOBAL_MEM_FENCE);
         INDEX_T hd[RPT];
-        for (uint j = 0; j < RPT; ++j)   /* atomic reads: every group's adds, from L2 */
-            hd[j] = COUNTER_ADD(hist + lid * RPT + j, 0);
+        for (uint j = 0; j < RPT; ++j)   /* every group's adds, read and zeroed for pass p + 1 */
+            hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
         const row_state s = next_state(st, hd, p, pos_bits, cap, iscratch, lstate, lid);
-        for (uint j = 0; j < RPT; ++j)
-            hist[lid * RPT + j] = 0;
         if (lid == 0) {
-            *state = s;
-            counters[3] = 0;
-            counters[1 + (p & 1)] = 0;   /* pass p + 2 writes candidates with it */
+            *state_next = s;
+            COUNTER_TAKE(counters + 3);
+            COUNTER_TAKE(counters + 1 + (p & 1));   /* pass p + 2 writes candidates with it */
         }
     }
 }
@@ -494,9 +497,15 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
-    const row_state st = state[row];
-    if (st.flags & F_DONE)
+    const uint rows = get_num_groups(1);
+    /* the state of pass p, and the copy pass p + 1 reads */
+    const row_state st = state[(size_t)(p & 1) * rows + row];
+    __global row_state* state_next = state + (size_t)((p + 1) & 1) * rows + row;
+    if (st.flags & F_DONE) {
+        if (g == 0 && lid == 0)
+            *state_next = st;
         return;
+    }
     counters += (size_t)4 * row;
     pass_filter f = filter_of(st, p, pos_bits, flip);
 % if P == 0:
@@ -539,7 +548,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         }
     }
     finish_pass(st, p, pos_bits, cap, groups_per_row, lhist,
-                hist + (size_t)row * RADIX, state + row, counters, iscratch, &lstate, &l_last,
+                hist + (size_t)row * RADIX, state_next, counters, iscratch, &lstate, &l_last,
                 lid);
 }
 </%def>

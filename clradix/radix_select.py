@@ -7,7 +7,7 @@ what a call asks its allocator for, the radix sorts' own aside): one allocation 
 byte offsets the kernels take: no sub-buffers) of two candidate buffers of ``cap`` keys and
 positions per row, cap = min(row_len, max(row_len // 32, 1024)) unless the policy's
 ``cand_cap`` says otherwise (about 1/8 of the input for 32-bit keys, 16 bytes x 2048 per row for
-short rows), a 2048-counter histogram, four counters and a row state per row, and for sorted
+short rows), a 2048-counter histogram, four counters and two row states per row, and for sorted
 results k keys and indices per row (each part aligned to 4 KiB; on the global route those are
 allocations of their own, the radix sorts' operands). The launches: topk_init, digits + 1
 passes (a row's finished passes return at once), then the route's ordering.
@@ -202,15 +202,16 @@ def _check_work_groups(kernels, device, wg):
 
 def _temp_sizes(plan, codec, rows, k):
     """Bytes of the temporaries of a call: ``(parts of the one allocation, in the kernels'
-    order, allocations of their own)``. The parts: the row states, four counters per row (output
-    slots, candidate slots of even and odd passes, groups done with the pass), the histograms,
-    two candidate buffers (keys, positions; keys, positions), and on the local route the selected
-    keys and indices. The global route's selected keys and indices (and, for several rows, each
-    one's row) are sort operands: allocations of their own. Nothing on the one-launch route."""
+    order, allocations of their own)``. The parts: two row states per row, four counters per
+    row (output slots, candidate slots of even and odd passes, groups done with the pass), the
+    histograms, two candidate buffers (keys, positions; keys, positions), and on the local route
+    the selected keys and indices. The global route's selected keys and indices (and, for
+    several rows, each one's row) are sort operands: allocations of their own. Nothing on the
+    one-launch route."""
     if plan.single:
         return [], []
     ib, kb, cap, m = plan.index_bytes, codec.itemsize, plan.cap, rows * k
-    sizes = ([rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
+    sizes = ([2 * rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
              + [rows * cap * kb, rows * cap * ib] * 2)
     sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
     if plan.route == "local":
