@@ -76,6 +76,12 @@
 #define DIGIT_BITS ${DIGIT_BITS}
 #define KEY_BITS ${key_bits}
 #define KEY_DIGITS ${KEY_DIGITS}
+% if warp_aggregate:
+/* a fence of the whole device (NVIDIA: membar.gl) */
+#define GLOBAL_FENCE() asm volatile("membar.gl;" ::: "memory")
+% else:
+#define GLOBAL_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+% endif
 /* the kernels' steps: always inlined, so that the private arrays a step takes stay in registers */
 #define STEP inline __attribute__((always_inline))
 
@@ -263,13 +269,16 @@ STEP pass_filter filter_of(row_state st, uint p, uint pos_bits, KEY_T flip)
     return f;
 }
 
-## The local histogram and the tiles' output flags, zeroed.
-STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, uint lid)
+## The local histogram, the tiles' output flags and the slot scratch, zeroed.
+STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, __local uint* scratch,
+                            uint lid)
 {
     for (uint j = 0; j < RPT; ++j)
         lhist[j * WG + lid] = 0;
     if (lid < 3)
         l_any[lid] = 0;
+    if (lid == 0)
+        scratch[0] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
@@ -387,8 +396,42 @@ STEP uint tile_has_output(bool mine, __local uint* l_any, uint tile_no, uint lid
     return any;
 }
 
-## Output slots in tile order: a work-group scan of (taken, candidates), one counter add each for
-## the tile. *o and *c: the work-item's first output and candidate slot.
+## Output slots for a tile: one counter add each (taken, candidates) for the whole tile. *o and *c:
+## the work-item's first output and candidate slot. The order of the slots is of no consequence
+## (the selection is sorted afterwards, or returned unordered, and the candidates are a set).
+% if warp_aggregate:
+## NVIDIA: a warp scan (shuffles) of the packed counts, one local add per warp, then one work-item
+## adds the tile's totals to the row's counters: two barriers.
+STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
+                      __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
+                      __private INDEX_T* o, __private INDEX_T* c)
+{
+    const uint lane = lid & 31u;
+    const uint v = n_take | (n_cand << 16);
+    uint x = v;
+    for (uint off = 1; off < 32; off <<= 1) {
+        uint y;
+        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, -1;" : "=r"(y) : "r"(x), "r"(off));
+        x += lane >= off ? y : 0u;
+    }
+    const uint warp_total = sg_shuffle(x, 31);
+    uint wbase = 0;
+    if (lane == 0 && warp_total)
+        wbase = atomic_add(&scratch[0], warp_total);   /* scratch[0]: zero at the tile's start */
+    wbase = sg_shuffle(wbase, 0) + (x - v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        const uint total = scratch[0];
+        scratch[0] = 0;   /* for the next tile: its adds come after its first barrier */
+        l_base[0] = (total & 0xffffu) ? COUNTER_ADD(out_count, total & 0xffffu) : 0;
+        l_base[1] = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    *o = l_base[0] + (wbase & 0xffffu);
+    *c = l_base[1] + (wbase >> 16);
+}
+% else:
+## A work-group scan of (taken, candidates): slots in tile order.
 STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
                       __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
                       __private INDEX_T* o, __private INDEX_T* c)
@@ -403,6 +446,7 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
     *o = l_base[0] + (before & 0xffffu);
     *c = l_base[1] + (before >> 16);
 }
+% endif
 
 ## The taken elements to the row's output from slot o (the first k slots), the candidates to write
 ## to its candidate buffer from slot c (the first cap).
@@ -452,13 +496,13 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
         }
     }
     /* this group's histogram adds (and output writes) before its count */
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    GLOBAL_FENCE();
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
         *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (*l_last) {
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        GLOBAL_FENCE();
         INDEX_T hd[RPT];
         for (uint j = 0; j < RPT; ++j)   /* every group's adds, read and zeroed for pass p + 1 */
             hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
@@ -528,7 +572,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __local uint l_any[3];
     __local uint l_last;
     __local INDEX_T l_base[2];
-    clear_pass_locals(lhist, l_any, lid);
+    clear_pass_locals(lhist, l_any, scratch, lid);
     uint tile_no = 0;
     for (INDEX_T base = (INDEX_T)g * TILE; base < n_src;
          base += (INDEX_T)groups_per_row * TILE, ++tile_no) {
