@@ -92,7 +92,11 @@
 #define F_WRITE 8u       /* the pass writes its candidates */
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+% if warp_aggregate and index_t == "uint":
+${common.wg_scan_warp_fn("wg_scan_index", wg)}
+% else:
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
+% endif
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 % if warp_aggregate:
 ${common.sg_primitives("ptx", 32, wg, 1)}

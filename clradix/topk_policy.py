@@ -143,6 +143,12 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     if policy.wg_size > profile.max_wg_size:
         raise PolicyError(f"top-k needs work-groups of at least {MIN_WG} work-items; "
                           f"{profile.describe()} runs at most {profile.max_wg_size}")
+    single = row_len <= policy.single_max
+    if single and "wg_size" not in fields and (not sorted or k <= policy.sort_size):
+        # one work-group per short row: no larger than one tile of the row (rows of 1024 keys:
+        # 128 x 8), so that more rows share a compute unit and fewer work-items idle
+        fit = max(MIN_WG, 1 << max(-(-row_len // policy.items_per_thread) - 1, 0).bit_length())
+        policy = replace(policy, wg_size=min(policy.wg_size, fit))
     sort_size = min(policy.sort_size, _local_sort_size(profile, codec.itemsize, policy.wg_size))
     idx_np = output_index_dtype(row_len).type
     if not sorted or k == 1:
@@ -161,7 +167,7 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
                     sort_size=sort_size if route == "local" else 0, pos_bits=pos_bits,
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=min(row_len, cap),
-                    single=route != "global" and row_len <= policy.single_max)
+                    single=single and route != "global")
 
 
 def _local_sort_size(profile, key_bytes, wg_size):
