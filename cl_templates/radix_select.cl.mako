@@ -521,7 +521,8 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
 
 ## Pass p over the rows (NDRange groups_per_row x rows groups): group g of a row handles tiles g,
 ## g + groups_per_row, ... The first two passes, which read whole rows, have kernels of their own
-## with p a constant (topk_pass_0, topk_pass_1): their per-key work folds to a few instructions.
+## with p a constant (topk_pass_0, topk_pass_1): their per-key work folds to a few instructions,
+## and pass 0, which has no output, only counts (no per-tile barrier).
 ## Candidates alternate between two buffers (pass p writes cands[p & 1], reads cands[(p + 1) & 1]);
 ## every other argument is the same for every pass of a call.
 <%def name="pass_kernel(name, P)">
@@ -587,6 +588,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         load_keys(x, src_key, base, n_src, full, lid);
         load_positions(pos, cin_pos, base, n_src, f.from_cands, lid);
         const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
+% if P != 0:
         if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
             INDEX_T o, c;
             claim_slots(n.x, n.y, scratch, l_base, counters, counters + 1 + (p & 1), lid, &o, &c);
@@ -594,6 +596,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
                        out_idx + out_idx_off + (size_t)row * k, k,
                        (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
         }
+% endif
     }
     finish_pass(st, p, pos_bits, cap, groups_per_row, lhist,
                 hist + (size_t)row * RADIX, state_next, counters, iscratch, &lstate, &l_last,
