@@ -12,7 +12,9 @@ the candidates of the pass before) over the input's bytes.
 Correctness: clradix's indices must equal the reference (ties by position, NaN largest); torch's
 values must equal the reference values (its tie order is its own). CuPy has no top-k (CUB's
 DeviceTopK is not exposed), so torch is the peer. ``--policy single_max=0,cand_cap=N`` sets
-TopkPolicy fields of the Selector (any field); ``--variants IPTxGROUPS`` times Selector variants
+TopkPolicy fields of the Selector (any field); ``--alt "single_max=0;groups_per_cu=8"`` also
+times each case with Selectors of those policies; ``--only TEXT`` runs the matching cases;
+``--variants IPTxGROUPS`` times Selector variants
 (float32 and uint32, k = 1000) instead; ``--trace`` logs each case's host enqueue time and
 per-kernel device times.
 """
@@ -33,6 +35,9 @@ def add_arguments(ap):
                     "uint32 k=1000 at the largest size with each Selector, instead of the cases")
     ap.add_argument("--policy", default="", help="NAME=VALUE,... TopkPolicy fields for the "
                     "Selector (single_max, cand_cap, items_per_thread, groups_per_cu, ...)")
+    ap.add_argument("--alt", default="", help="POLICY;POLICY...: also time each case with "
+                    "Selectors of these policies (each like --policy), recorded as "
+                    "clradix[POLICY]")
     ap.add_argument("--only", help="run only the cases whose name contains this text")
     ap.add_argument("--trace", action="store_true", help="per-kernel times of each case")
 
@@ -220,43 +225,51 @@ def main(args):
     if args.variants:
         variants(args, out, q, where, rng)
         return out.finish()
-    sel = clradix.Selector(q.context)
     policy = parse_policy(args.policy)
-    sel.overrides.update(policy)
     out.meta["policy"] = policy
+    selectors = [("clradix", clradix.Selector(q.context))]
+    selectors[0][1].overrides.update(policy)
+    for alt in filter(None, args.alt.split(";")):
+        selectors.append((f"clradix[{alt}]", clradix.Selector(q.context)))
+        selectors[-1][1].overrides.update(policy, **parse_policy(alt))
     for name, shape, k, sorted_, kind, figure in cases(args.quick):
         case = f"{name} {'x'.join(map(str, shape))} k={k}"
         if args.only and args.only not in case:
             continue
         x = make(rng, shape, kind)
-        with out.guard(f"clradix {case}"):
-            a = cl_array.to_device(q, x)
+        a = None
+        with out.guard(f"reference {case}"):
             want = reference(x, k)
-            t = time_clradix(q, sel, a, k, sorted_, args.repeat)
-            v, i = (o.get() for o in t.out)
-            t.out = None
-            plan = sel.planner.plan(dev, clradix.key_codec(x.dtype), *((1,) + shape)[-2:], k,
-                                    sorted_)
+            a = cl_array.to_device(q, x)
             floor = one_read_ms(q, a, args.repeat)
-            extra = dict(figure=figure, one_read_ms=floor,
-                         x_read=t.median_device_ms / floor,
-                         path="single" if plan.single else f"passes ({plan.route})")
-            if len(shape) == 1 and not plan.single:
-                extra["model_reads"] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8)
-            extra["note"] = " ".join(f"{n} {v:.2f}" if isinstance(v, float) else f"{n} {v}"
-                                     for n, v in extra.items() if n not in ("figure",
-                                                                            "one_read_ms"))
-            out.record(where, "clradix", case, x.dtype, x.size, t,
-                       ok=clradix_correct(x, k, sorted_, want, v, i), k=k, shape=list(shape),
-                       sorted=sorted_, **extra)
-            if args.trace:
-                trace(out, q, sel, a, k, sorted_)
-            del a
-            if torch_peer and x.dtype != np.uint32:
-                res, err = out.attempt(lambda: time_torch(x, k, sorted_, args.repeat))
-                tt, values = res or (None, None)
-                out.record(torch_peer[0].device_fields(), "torch.topk", case, x.dtype, x.size,
-                           tt, error=err,
-                           ok=err is None and torch_correct(x, k, want, values), k=k,
-                           shape=list(shape), sorted=sorted_, figure=figure)
+        if a is None:
+            continue
+        for impl, sel in selectors:
+            with out.guard(f"{impl} {case}"):
+                t = time_clradix(q, sel, a, k, sorted_, args.repeat)
+                v, i = (o.get() for o in t.out)
+                t.out = None
+                plan = sel.planner.plan(dev, clradix.key_codec(x.dtype),
+                                        *((1,) + shape)[-2:], k, sorted_)
+                extra = dict(figure=figure, one_read_ms=floor,
+                             x_read=t.median_device_ms / floor,
+                             path="single" if plan.single else f"passes ({plan.route})")
+                if len(shape) == 1 and not plan.single:
+                    extra["model_reads"] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8)
+                extra["note"] = " ".join(f"{n} {v:.2f}" if isinstance(v, float) else f"{n} {v}"
+                                         for n, v in extra.items() if n not in ("figure",
+                                                                                "one_read_ms"))
+                out.record(where, impl, case, x.dtype, x.size, t,
+                           ok=clradix_correct(x, k, sorted_, want, v, i), k=k,
+                           shape=list(shape), sorted=sorted_, **extra)
+                if args.trace:
+                    trace(out, q, sel, a, k, sorted_)
+        del a
+        if torch_peer and x.dtype != np.uint32:
+            res, err = out.attempt(lambda: time_torch(x, k, sorted_, args.repeat))
+            tt, values = res or (None, None)
+            out.record(torch_peer[0].device_fields(), "torch.topk", case, x.dtype, x.size,
+                       tt, error=err,
+                       ok=err is None and torch_correct(x, k, want, values), k=k,
+                       shape=list(shape), sorted=sorted_, figure=figure)
     return out.finish()
