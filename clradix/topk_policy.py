@@ -164,10 +164,17 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     cap = policy.cand_cap or max(row_len // 32, 1024)
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
-                    sort_size=sort_size if route == "local" else 0, pos_bits=pos_bits,
+                    sort_size=_sort_size_for(k, sort_size) if route == "local" else 0,
+                    pos_bits=pos_bits,
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=min(row_len, cap),
                     single=single and route != "global")
+
+
+def _sort_size_for(k, limit):
+    """The local sort's size for k: the power of two from k (at least 32), so that small k leave
+    local memory to more work-groups (a program per size; at most ``limit``)."""
+    return min(limit, max(32, 1 << max(k - 1, 0).bit_length()))
 
 
 def _local_sort_size(profile, key_bytes, wg_size):
