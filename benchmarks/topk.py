@@ -237,7 +237,7 @@ def main(args):
         if args.only and args.only not in case:
             continue
         x = make(rng, shape, kind)
-        a = None
+        a, models = None, {}
         with out.guard(f"reference {case}"):
             want = reference(x, k)
             a = cl_array.to_device(q, x)
@@ -255,7 +255,9 @@ def main(args):
                              x_read=t.median_device_ms / floor,
                              path="single" if plan.single else f"passes ({plan.route})")
                 if len(shape) == 1 and not plan.single:
-                    extra["model_reads"] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8)
+                    if plan.cap not in models:
+                        models[plan.cap] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8)
+                    extra["model_reads"] = models[plan.cap]
                 extra["note"] = " ".join(f"{n} {v:.2f}" if isinstance(v, float) else f"{n} {v}"
                                          for n, v in extra.items() if n not in ("figure",
                                                                                 "one_read_ms"))
