@@ -1,18 +1,29 @@
 """Top-k on one device (by default the first GPU) beside torch.topk, every result checked.
 
-Cases (the top-k issue's): float32 n = 2^28 with k in {1, 1000, 2^20}; 4096 rows x 32768 with
-k = 64; an adversarial 2^28 whose values share their top 20 bits (k = 1000); unsorted variants;
-uint32 (clradix only: torch has no uint32 top-k). ``--quick``: 2^20 and 64 rows, 2 repeats.
+Cases (the top-k issue's targets): float32 n = 2^28 with k in {1, 1000, 2^20}, normal and
+uniform(0, 1) data; keys sharing their top 20 bits (clustered: the adaptive re-read); 4096 rows x
+32768 with k = 64 and 65536 rows x 1024 with k = 8 (one launch); 1-D 2^16, 2^20 and 2^24 with
+k = 100, where one call + wait (wall_ms) is the figure; unsorted and uint32 variants (torch has no
+uint32 top-k). ``--quick``: 2^20 and smaller shapes, 2 repeats (runs on a CPU device).
+Each clradix row also reports ``x_read``: its device time over that of one read of the input
+(pyopencl's sum of the same array on the same queue: the one-read floor), and for single rows
+``model_reads``: the bytes the passes read by the algorithm's model (pass by pass: the input, or
+the candidates of the pass before) over the input's bytes.
 Correctness: clradix's indices must equal the reference (ties by position, NaN largest); torch's
-values must equal the reference values (its tie order is its own). ``--variants IPTxGROUPS``
-times Selector variants (float32 and uint32, k = 1000) instead; ``--trace`` logs each case's
-host enqueue time and per-kernel device times.
+values must equal the reference values (its tie order is its own). CuPy has no top-k (CUB's
+DeviceTopK is not exposed), so torch is the peer. ``--policy single_max=0,cand_cap=N`` sets
+TopkPolicy fields of the Selector (any field); ``--alt "single_max=0;groups_per_cu=8"`` also
+times each case with Selectors of those policies; ``--only TEXT`` runs the matching cases;
+``--variants IPTxGROUPS`` times Selector variants
+(float32 and uint32, k = 1000) instead; ``--trace`` logs each case's host enqueue time and
+per-kernel device times.
 """
 
 import numpy as np
 import pyopencl.array as cl_array
 
 import clradix
+from clradix.topk_policy import DIGIT_BITS
 
 from . import common, timing
 
@@ -22,18 +33,33 @@ def add_arguments(ap):
     common.add_peer_options(ap)
     ap.add_argument("--variants", help="IPTxGROUPS_PER_CU list (16x8,32x4): time float32 and "
                     "uint32 k=1000 at the largest size with each Selector, instead of the cases")
+    ap.add_argument("--policy", default="", help="NAME=VALUE,... TopkPolicy fields for the "
+                    "Selector (single_max, cand_cap, items_per_thread, groups_per_cu, ...)")
+    ap.add_argument("--alt", default="", help="POLICY;POLICY...: also time each case with "
+                    "Selectors of these policies (each like --policy), recorded as "
+                    "clradix[POLICY]")
+    ap.add_argument("--only", help="run only the cases whose name contains this text")
     ap.add_argument("--trace", action="store_true", help="per-kernel times of each case")
 
 
 def cases(quick):
+    """(name, shape, k, sorted, data kind, figure) of each case; figure: "device" or "wall"."""
     big = 20 if quick else 28
-    rows, cols = (64, 32768) if quick else (4096, 32768)
-    out = [("f32 uniform", (1 << big,), k, True, "normal") for k in (1, 1000, 1 << (big - 8))]
-    out.append(("f32 uniform unsorted", (1 << big,), 1000, False, "normal"))
-    out.append(("f32 rows", (rows, cols), 64, True, "normal"))
-    out.append(("f32 rows unsorted", (rows, cols), 64, False, "normal"))
-    out.append(("f32 top 20 bits shared", (1 << big,), 1000, True, "shared20"))
-    out.append(("u32 uniform", (1 << big,), 1000, True, "u32"))
+    out = []
+    for kind in ("normal", "uniform"):
+        out += [(f"f32 {kind}", (1 << big,), k, True, kind, "device")
+                for k in (1, 1000, 1 << (big - 8))]
+    out.append(("f32 top 20 bits shared", (1 << big,), 1000, True, "shared20", "device"))
+    out.append(("f32 top 20 bits shared", (1 << big,), 1 << (big - 8), True, "shared20", "device"))
+    out.append(("f32 normal unsorted", (1 << big,), 1000, False, "normal", "device"))
+    out.append(("u32 uniform", (1 << big,), 1000, True, "u32", "device"))
+    rows = [((64, 32768), 64), ((1024, 1024), 8)] if quick else \
+        [((4096, 32768), 64), ((65536, 1024), 8)]
+    for shape, k in rows:
+        out.append(("f32 rows", shape, k, True, "normal", "device"))
+    out.append(("f32 rows unsorted", rows[0][0], rows[0][1], False, "normal", "device"))
+    for e in ((12, 16, 20) if quick else (16, 20, 24)):
+        out.append(("f32 1-D call+wait", (1 << e,), 100, True, "normal", "wall"))
     return out
 
 
@@ -41,6 +67,8 @@ def make(rng, shape, kind):
     n = int(np.prod(shape))
     if kind == "normal":
         return rng.standard_normal(n, dtype=np.float32).reshape(shape)
+    if kind == "uniform":
+        return rng.random(n, dtype=np.float32).reshape(shape)
     if kind == "u32":
         return rng.integers(0, 2 ** 32, n, dtype=np.uint32).reshape(shape)
     # positive floats sharing their top 20 bits: only the low 12 bits differ
@@ -49,11 +77,14 @@ def make(rng, shape, kind):
 
 
 def reference(x, k, largest=True):
-    """numpy: indices of the k largest per row, ties by position (argpartition + stable sort)."""
+    """numpy: indices of the k largest per row, ties by position (a stable argsort for short
+    rows; argpartition + stable sort of the selection for long ones)."""
     x2 = x.reshape(-1, x.shape[-1])
     okey = clradix.key_codec(x.dtype).order_key(x2.ravel()).reshape(x2.shape)
     if largest:
         okey = ~okey
+    if x2.shape[1] <= 1 << 16:
+        return np.argsort(okey, axis=-1, kind="stable")[:, :k]
     part = np.argpartition(okey, k - 1, axis=-1)[:, :k] if k < x2.shape[1] else \
         np.tile(np.arange(x2.shape[1]), (x2.shape[0], 1))
     # the k-th pair is unique only with positions: fix ties at the boundary exactly
@@ -65,6 +96,34 @@ def reference(x, k, largest=True):
         sel = np.concatenate([less, eq])
         out.append(sel[np.lexsort((sel, okey[r][sel]))])
     return np.array(out)
+
+
+def model_reads(x, k, cap, key_bits=32, largest=True):
+    """Bytes the multi-group passes read for one row ``x``, over its bytes, by the algorithm's
+    model: pass 0 reads the row; pass p reads the candidates of pass p - 1 (keys and 4-byte
+    positions) when pass p - 1 wrote them (its pivot bucket fit ``cap``), else the row again;
+    the passes end once a pivot bucket is exactly what is still needed (position digits, which
+    read few candidates, are left out)."""
+    okey = clradix.key_codec(x.dtype).order_key(x.ravel())
+    if largest:
+        okey = ~okey
+    okey = okey.astype(np.uint64)
+    n, kb = okey.size, x.dtype.itemsize
+    total, need, alive, wrote = n * kb, k, okey, False
+    for j in range(-(-key_bits // DIGIT_BITS)):
+        shift = max(key_bits - DIGIT_BITS * (j + 1), 0)
+        d = ((alive >> np.uint64(shift)) & np.uint64((1 << DIGIT_BITS) - 1)).astype(np.int64)
+        h = np.bincount(d, minlength=1 << DIGIT_BITS)
+        below = np.cumsum(h) - h
+        piv = int(np.flatnonzero((below < need) & (need <= below + h))[0])
+        # pass j + 1 classifies by digit j: it reads the candidates of pass j, or the row
+        total += alive.size * (kb + 4) if wrote else n * kb
+        need -= int(below[piv])
+        alive = alive[d == piv]
+        if alive.size == need:
+            break
+        wrote = alive.size <= cap
+    return total / (n * kb)
 
 
 def time_clradix(queue, sel, a, k, sorted_, repeat):
@@ -131,6 +190,28 @@ def variants(args, out, q, where, rng):
                 trace(out, q, sel, a, 1000, True)
 
 
+def one_read_ms(queue, a, repeat):
+    """Device time of one read of ``a``: a sum reduction (pyopencl's ReductionKernel)."""
+    from pyopencl.reduction import ReductionKernel
+    from pyopencl.tools import dtype_to_ctype
+    knl = ReductionKernel(queue.context, np.float32, neutral="0", reduce_expr="a+b",
+                          map_expr="(float)x[i]",
+                          arguments=f"const __global {dtype_to_ctype(a.dtype)} *x")
+    flat = a.reshape(-1)
+    t = timing.time_opencl(queue, lambda: knl(flat, queue=queue, return_event=True)[::-1],
+                           max(repeat // 2, 1))
+    return t.median_device_ms
+
+
+def parse_policy(text):
+    """{field: int} from "name=value,..." (TopkPolicy fields)."""
+    fields = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        fields[name.strip()] = int(value)
+    return fields
+
+
 def main(args):
     if args.quick:
         args.repeat = 2
@@ -144,27 +225,53 @@ def main(args):
     if args.variants:
         variants(args, out, q, where, rng)
         return out.finish()
-    sel = clradix.Selector(q.context)
-    for name, shape, k, sorted_, kind in cases(args.quick):
+    policy = parse_policy(args.policy)
+    out.meta["policy"] = policy
+    selectors = [("clradix", clradix.Selector(q.context))]
+    selectors[0][1].overrides.update(policy)
+    for alt in filter(None, args.alt.split(";")):
+        selectors.append((f"clradix[{alt}]", clradix.Selector(q.context)))
+        selectors[-1][1].overrides.update(policy, **parse_policy(alt))
+    for name, shape, k, sorted_, kind, figure in cases(args.quick):
         case = f"{name} {'x'.join(map(str, shape))} k={k}"
+        if args.only and args.only not in case:
+            continue
         x = make(rng, shape, kind)
-        with out.guard(f"clradix {case}"):
-            a = cl_array.to_device(q, x)
+        a, models = None, {}
+        with out.guard(f"reference {case}"):
             want = reference(x, k)
-            t = time_clradix(q, sel, a, k, sorted_, args.repeat)
-            v, i = (o.get() for o in t.out)
-            t.out = None
-            out.record(where, "clradix", case, x.dtype, x.size, t,
-                       ok=clradix_correct(x, k, sorted_, want, v, i), k=k, shape=list(shape),
-                       sorted=sorted_, gbs_one_read=x.nbytes / (t.median_device_ms * 1e-3) / 1e9)
-            if args.trace:
-                trace(out, q, sel, a, k, sorted_)
-            del a
-            if torch_peer and x.dtype != np.uint32:
-                res, err = out.attempt(lambda: time_torch(x, k, sorted_, args.repeat))
-                tt, values = res or (None, None)
-                out.record(torch_peer[0].device_fields(), "torch.topk", case, x.dtype, x.size,
-                           tt, error=err,
-                           ok=err is None and torch_correct(x, k, want, values), k=k,
-                           shape=list(shape), sorted=sorted_)
+            a = cl_array.to_device(q, x)
+            floor = one_read_ms(q, a, args.repeat)
+        if a is None:
+            continue
+        for impl, sel in selectors:
+            with out.guard(f"{impl} {case}"):
+                t = time_clradix(q, sel, a, k, sorted_, args.repeat)
+                v, i = (o.get() for o in t.out)
+                t.out = None
+                plan = sel.planner.plan(dev, clradix.key_codec(x.dtype),
+                                        *((1,) + shape)[-2:], k, sorted_)
+                extra = dict(figure=figure, one_read_ms=floor,
+                             x_read=t.median_device_ms / floor,
+                             path="single" if plan.single else f"passes ({plan.route})")
+                if len(shape) == 1 and not plan.single:
+                    if plan.cap not in models:
+                        models[plan.cap] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8)
+                    extra["model_reads"] = models[plan.cap]
+                extra["note"] = " ".join(f"{n} {v:.2f}" if isinstance(v, float) else f"{n} {v}"
+                                         for n, v in extra.items() if n not in ("figure",
+                                                                                "one_read_ms"))
+                out.record(where, impl, case, x.dtype, x.size, t,
+                           ok=clradix_correct(x, k, sorted_, want, v, i), k=k,
+                           shape=list(shape), sorted=sorted_, **extra)
+                if args.trace:
+                    trace(out, q, sel, a, k, sorted_)
+        del a
+        if torch_peer and x.dtype != np.uint32:
+            res, err = out.attempt(lambda: time_torch(x, k, sorted_, args.repeat))
+            tt, values = res or (None, None)
+            out.record(torch_peer[0].device_fields(), "torch.topk", case, x.dtype, x.size,
+                       tt, error=err,
+                       ok=err is None and torch_correct(x, k, want, values), k=k,
+                       shape=list(shape), sorted=sorted_, figure=figure)
     return out.finish()

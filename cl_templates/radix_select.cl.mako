@@ -1,60 +1,63 @@
-## Top-k by most-significant-digit radix select (seed 000), for `rows` rows of `row_len` keys.
+## Top-k by most-significant-digit radix select (seed 000; the pass structure of AIR top-k), for
+## `rows` rows of `row_len` keys.
 ##
 ## The selection key of an element is the pair (sel, pos): sel is the order key (common.mako),
 ## inverted for the largest k, and pos its position in the row. The k smallest pairs are selected;
 ## as pairs are distinct, the k-th one is unique, ties go to the smaller position and NaN, whose
-## order key is the largest, counts as the largest value. Digits of DIGIT_BITS are taken from sel
-## (KEY_DIGITS of them) and then from pos (pos_bits / DIGIT_BITS, the host's choice from row_len),
-## most significant first.
+## order key is the largest, counts as the largest value. Digits of DIGIT_BITS (11) are taken from
+## sel (KEY_DIGITS of them: 3 for 32-bit keys) and then from pos (pos_bits, the bit length of the
+## row's largest position), most significant first; a field's last digit is the narrower one (its
+## low bits): digit j of a b-bit field is (field >> max(b - DIGIT_BITS (j + 1), 0)) & (RADIX - 1),
+## whose bits above the digit's own were resolved by the digits before it.
 ##
-##   topk_init  - per row: state, output and candidate counters, the histograms zeroed
-##   topk_pass  - pass p: first the pivot of digit p - 1 from pass p - 1's histogram (the bucket
-##                that holds the remaining k-th pair); then reads the row (or the candidates of
-##                pass p - 1) and classifies every element that matched digits 0..p-2 by its digit
-##                p - 1 against the pivot: below goes to the output, equal stays a candidate
-##                (written out when it fits, histogrammed by digit p), above is dropped. Pass 0
-##                only histograms digit 0. Once the pivot bucket is exactly what is still needed,
-##                the pass takes it whole and the row is done.
+##   topk_init   - per row: state, counters and histogram zeroed
+##   topk_pass   - pass p reads the row (or the candidates of pass p - 1) once: an element that
+##                 matched digits 0..p-2 is classified by its digit p - 1 against the pivot (the
+##                 row state): below goes to the output (an atomic slot), equal is a candidate
+##                 (written to the candidate buffer when the pivot bucket fits it, and counted by
+##                 its digit p), above is dropped. Pass 0 only counts digit 0. The work-group that
+##                 finishes the pass last in its row (an atomic counter of finished groups: no
+##                 group waits for another) scans the histogram and writes the next pivot to the
+##                 row state; when the pivot bucket is exactly what is still needed, the next pass
+##                 takes it whole and the row is done (later passes return at once).
+##   topk_single - one work-group per row does every pass over its row (re-read from global
+##                 memory, a cache's worth for the rows it is planned for), the histogram and pivot
+##                 in local memory, and (sorted, k <= sort_size) sorts the selection in local
+##                 memory: the whole top-k in one launch.
 ##   topk_sort_rows - per row, in local memory: bitonic sort of the k selected pairs (sorted=True)
 ##   topk_row_of / topk_gather - the pieces of the global-sort route for larger k
 ##
-## Each pass reads its input once; for random data pass 0 and pass 1 read the row and later passes
-## read only candidates, so the input is read about twice. A pivot bucket larger than the candidate
-## buffer (clustered data) is not written; the next pass re-reads the row instead.
+## For random 32-bit keys pass 0 and pass 1 read the row and later passes only candidates. A pivot
+## bucket larger than the candidate buffer (clustered data) is not written; the next pass re-reads
+## the row instead (the adaptive re-read).
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions and
 ## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
-## for the global-sort route), idx_t (the caller's index type), wg (a power of two >= RADIX),
-## ipt, sort_size (power of two, the largest k that topk_sort_rows sorts; 0 when it is not
-## built), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx" subgroup
-## primitives, merge a warp's equal digits into one local atomic).
+## for the global-sort route), idx_t (the caller's index type), wg (a power of two, 64 to RADIX),
+## ipt, sort_size (power of two, the largest k that topk_sort_rows and topk_single sort; 0 when
+## they do not sort), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx"
+## subgroup primitives, merge a warp's equal digits into one local atomic).
 ##
-## Work-item dependent branches after a barrier: the pass kernels have barriers under uniform
-## conditions (a finished row returns early, `if (!last)`, `if (any)`), and PoCL 3.1 treats the
-## first branch of a region after such a barrier as uniform: it evaluates it for work-item 0 and
-## assumes the others agree. A per-digit loop `for (d = lid; d < RADIX; d += WG)` there is always
-## taken when wg == RADIX, but from wg = 512 on work-items lid >= RADIX ran it too, adding their
-## histogram counts 1 KiB (wg - RADIX counters) past their row's histogram: into the next row's,
-## or past the buffer. So after a barrier the pass kernels hand out digits without branching on
-## lid: every work-item takes digit lid & (RADIX - 1), those from RADIX on with a count of zero
-## (a select, not a branch), in next_state's histogram read and in the final histogram add.
+## Work-item dependent branches after a barrier: PoCL 3.1 treats the first branch of a region after
+## a barrier as uniform when it is a loop whose bounds depend on the work-item (a per-digit loop
+## `for (d = lid; d < RADIX; d += WG)` ran for every work-item). So the kernels walk the histogram
+## with loops of a fixed trip count (RADIX / WG digits per work-item) and branch on lid only in
+## `if`s.
 <%namespace name="common" file="common.mako"/>
 <%
-    DIGIT_BITS = 8
+    DIGIT_BITS = 11
     RADIX = 1 << DIGIT_BITS
-    assert key_bits % DIGIT_BITS == 0
-    KEY_DIGITS = key_bits // DIGIT_BITS
+    KEY_DIGITS = -(-key_bits // DIGIT_BITS)
     TILE = wg * ipt
     assert TILE < 65536, "per-tile counts are packed in 16 bits"
-    assert wg >= RADIX and wg & (wg - 1) == 0
+    assert 64 <= wg <= RADIX and wg & (wg - 1) == 0
+    RPT = RADIX // wg
     unroll = "#pragma unroll"
     # Unrolled, the output loop keeps x, pos and cls in registers (NVIDIA); PoCL 3.1 computes
     # wrong output slots from the unrolled loop, so it stays a loop elsewhere.
     unroll_out = unroll if warp_aggregate else ""
     VEC = min(16 // (key_bits // 8), ipt)
     assert ipt % VEC == 0 and VEC in (2, 4, 8, 16)
-    ksfx = "UL" if key_bits == 64 else "U"
-    isfx = "UL" if index_t == "ulong" else "U"
 %>
 % if index_t == "ulong" or key_bits == 64:
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -69,33 +72,45 @@
 #define VEC ${VEC}
 #define ELEM(i) (base + ((INDEX_T)((i) / VEC) * WG + lid) * VEC + (i) % VEC)
 #define RADIX ${RADIX}
-#define NSUB ${8 if warp_aggregate else 1}
+#define RPT ${RPT}
 #define DIGIT_BITS ${DIGIT_BITS}
 #define KEY_BITS ${key_bits}
 #define KEY_DIGITS ${KEY_DIGITS}
+% if warp_aggregate:
+/* a fence of the whole device (NVIDIA: membar.gl) */
+#define GLOBAL_FENCE() asm volatile("membar.gl;" ::: "memory")
+% else:
+#define GLOBAL_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+% endif
 /* the kernels' steps: always inlined, so that the private arrays a step takes stay in registers */
 #define STEP inline __attribute__((always_inline))
 
 ## row state flags
-#define F_LAST 1u        /* the next pass takes the pivot bucket whole; then the row is done */
+#define F_LAST 1u        /* the pass takes the pivot bucket whole; then the row is done */
 #define F_DONE 2u
-#define F_SRC_CANDS 4u   /* the next pass reads the candidates written by the pass before it */
-#define F_WRITE 8u       /* the next pass writes its candidates */
+#define F_SRC_CANDS 4u   /* the pass reads the candidates written by the pass before it */
+#define F_WRITE 8u       /* the pass writes its candidates */
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+% if warp_aggregate and index_t == "uint":
+${common.wg_scan_warp_fn("wg_scan_index", wg)}
+% else:
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
+% endif
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 % if warp_aggregate:
-${common.sg_primitives("ptx", 32, wg, DIGIT_BITS)}
+${common.sg_primitives("ptx", 32, wg, 1)}
 ${common.sg_ballot_fn("ptx")}
 % endif
 
+## The state a pass runs with: the pivot digits resolved so far (digits 0..digits-1; the last of
+## them, `bucket`, is the one the pass classifies by) and what remains to select.
 typedef struct {
     ulong pkey;        /* resolved digits of sel (a KEY_T) */
     INDEX_T ppos;      /* resolved digits of pos */
     INDEX_T need;      /* pairs still to select from the pivot bucket */
     INDEX_T count;     /* pairs in the pivot bucket */
-    INDEX_T src_count; /* candidates the next pass reads */
+    INDEX_T src_count; /* candidates the pass reads */
     uint digits;       /* digits resolved */
     uint bucket;       /* the last pivot digit */
     uint flags;
@@ -105,15 +120,24 @@ typedef struct {
 ## a counter in global memory; 64-bit ones need cl_khr_int64_base_atomics
 % if index_t == "ulong":
 #define COUNTER_ADD(p, v) atom_add((volatile __global ulong*)(p), (ulong)(v))
+#define COUNTER_TAKE(p) atom_xchg((volatile __global ulong*)(p), (ulong)0)
 % else:
 #define COUNTER_ADD(p, v) atomic_add((volatile __global uint*)(p), (uint)(v))
+#define COUNTER_TAKE(p) atomic_xchg((volatile __global uint*)(p), 0u)
 % endif
+
+## The shift of digit j of a field of `bits` bits (its last digit the narrower one).
+inline uint digit_shift(uint bits, uint j)
+{
+    const int s = (int)bits - DIGIT_BITS * (int)(j + 1);
+    return s > 0 ? (uint)s : 0u;
+}
 
 inline uint digit_at(KEY_T sel, INDEX_T pos, uint j, uint pos_bits)
 {
     if (j < KEY_DIGITS)
-        return (uint)(sel >> (KEY_BITS - DIGIT_BITS * (j + 1))) & (RADIX - 1);
-    return (uint)(pos >> (pos_bits - DIGIT_BITS * (j - KEY_DIGITS + 1))) & (RADIX - 1);
+        return (uint)(sel >> digit_shift(KEY_BITS, j)) & (RADIX - 1);
+    return (uint)(pos >> digit_shift(pos_bits, j - KEY_DIGITS)) & (RADIX - 1);
 }
 
 ## the bits of sel and pos covered by the first r digits
@@ -121,90 +145,104 @@ inline KEY_T key_mask(uint r)
 {
     if (r == 0)
         return (KEY_T)0;
-    if (r >= KEY_DIGITS)
-        return (KEY_T)~(KEY_T)0;
-    return (KEY_T)(~(KEY_T)0 << (KEY_BITS - DIGIT_BITS * r));
+    const int s = KEY_BITS - DIGIT_BITS * (int)r;
+    return s <= 0 ? (KEY_T)~(KEY_T)0 : (KEY_T)(~(KEY_T)0 << s);
 }
 
 inline INDEX_T pos_mask(uint r, uint pos_bits)
 {
     if (r <= KEY_DIGITS)
         return (INDEX_T)0;
-    const uint shift = pos_bits - DIGIT_BITS * (r - KEY_DIGITS);
-    return shift >= ${64 if index_t == "ulong" else 32} ? (INDEX_T)0 : (INDEX_T)(~(INDEX_T)0 << shift);
+    const int s = (int)pos_bits - DIGIT_BITS * (int)(r - KEY_DIGITS);
+    return s <= 0 ? (INDEX_T)~(INDEX_T)0 : (INDEX_T)(~(INDEX_T)0 << s);
 }
 
-__kernel void topk_init(__global row_state* state, __global INDEX_T* out_count,
-                        __global INDEX_T* cand_count, __global INDEX_T* hist0,
-                        __global INDEX_T* hist1, __global INDEX_T* hist2, uint rows, INDEX_T k,
-                        INDEX_T row_len)
+inline row_state first_state(INDEX_T k, INDEX_T row_len)
 {
+    row_state s;
+    s.pkey = 0;
+    s.pad = 0;
+    s.ppos = 0;
+    s.need = k;
+    s.count = row_len;
+    s.src_count = 0;
+    s.digits = 0;
+    s.bucket = 0;
+    s.flags = 0;
+    return s;
+}
+
+## The temporaries live in one buffer (no sub-buffers): each at a byte offset (a multiple of
+## 4 KiB) of `temp`.
+#define AT(type, off) ((__global type*)(temp + (off)))
+
+__kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
+                        uint rows, INDEX_T k, INDEX_T row_len)
+{
+    __global row_state* state = AT(row_state, state_off);
+    __global INDEX_T* counters = AT(INDEX_T, counters_off);
+    __global INDEX_T* hist = AT(INDEX_T, hist_off);
     const uint row = get_group_id(0);
     const uint lid = get_local_id(0);
-    hist0[(size_t)row * RADIX + lid] = 0;
-    hist1[(size_t)row * RADIX + lid] = 0;
-    hist2[(size_t)row * RADIX + lid] = 0;
+    for (uint j = 0; j < RPT; ++j)
+        hist[(size_t)row * RADIX + j * WG + lid] = 0;
     if (lid == 0) {
-        row_state s;
-        s.pkey = 0;
-        s.pad = 0;
-        s.ppos = 0;
-        s.need = k;
-        s.count = row_len;
-        s.src_count = 0;
-        s.digits = 0;
-        s.bucket = 0;
-        s.flags = 0;
-        state[row] = s;
-        out_count[row] = 0;
-        cand_count[row] = 0;
-        cand_count[rows + row] = 0;
+        state[row] = first_state(k, row_len);   /* pass 0 reads the first of the two */
+        counters[(size_t)4 * row] = 0;       /* output slots */
+        counters[(size_t)4 * row + 1] = 0;   /* candidate slots, even passes */
+        counters[(size_t)4 * row + 2] = 0;   /* candidate slots, odd passes */
+        counters[(size_t)4 * row + 3] = 0;   /* work-groups done with the pass */
     }
 }
 
-## The row state for pass p from the state of pass p - 1 and the histogram of its digit p - 1:
+## The row state for pass p + 1 from st (the state pass p ran with) and the histogram of digit p
+## that pass p counted (work-item lid holds digits lid * RPT ... lid * RPT + RPT - 1 of it, in hd):
 ## the bucket that holds the remaining k-th pair. Once that bucket is exactly what is still
-## needed, pass p takes it whole and the row is done. Every group computes it (the histogram is
-## complete when pass p starts); the row's group 0 stores it for pass p + 1.
-inline row_state next_state(row_state st, const __global INDEX_T* hist, uint p, uint pos_bits,
-                            INDEX_T cap, __local INDEX_T* scratch, __local row_state* lstate,
-                            uint lid)
+## needed, pass p + 1 takes it whole; after that pass the row is done. Every work-item calls it
+## and gets the state (through *lstate).
+STEP row_state next_state(row_state st, const __private INDEX_T* hd, uint p, uint pos_bits,
+                          INDEX_T cap, __local INDEX_T* scratch, __local row_state* lstate,
+                          uint lid)
 {
-    if (p == 0 || (st.flags & F_DONE))
-        return st;
-    if (st.flags & F_LAST) {
+    if (st.flags & (F_LAST | F_DONE)) {
         st.flags = F_DONE;
         return st;
     }
-    /* work-item d holds digit d; those from RADIX on hold an empty bucket (h = 0), for which the
-       test below is false (below < need <= below + 0 cannot hold): no branch on lid after the
-       scan's barriers (see the top of the file) */
-    const uint d = lid & (RADIX - 1);
-    if (lid == 0)
-        *lstate = st;
-    const INDEX_T hd = hist[d];
-    const INDEX_T h = lid < RADIX ? hd : (INDEX_T)0;
+    INDEX_T sum = 0;
+    for (uint j = 0; j < RPT; ++j)
+        sum += hd[j];
     INDEX_T total;
-    const INDEX_T below = wg_scan_index(h, scratch, lid, &total);
-    if (below < st.need && st.need <= below + h) {
-        const uint q = p - 1;      /* the digit this histogram counted */
+    INDEX_T below = wg_scan_index(sum, scratch, lid, &total);
+    uint found = RADIX;
+    INDEX_T f_below = 0, f_h = 0;
+    for (uint j = 0; j < RPT; ++j) {
+        const INDEX_T h = hd[j];
+        const bool hit = below < st.need && st.need <= below + h;
+        found = hit ? lid * RPT + j : found;
+        f_below = hit ? below : f_below;
+        f_h = hit ? h : f_h;
+        below += h;
+    }
+    if (found < RADIX) {
         row_state s = st;
-        s.need = st.need - below;
-        s.count = h;
-        s.bucket = d;
-        s.digits = p;
-        if (q < KEY_DIGITS)
-            s.pkey |= (ulong)(KEY_T)((KEY_T)d << (KEY_BITS - DIGIT_BITS * (q + 1)));
+        s.need = st.need - f_below;
+        s.count = f_h;
+        s.bucket = found;
+        s.digits = p + 1;
+        if (p < KEY_DIGITS)
+            s.pkey |= (ulong)(KEY_T)((KEY_T)found << digit_shift(KEY_BITS, p));
         else
-            s.ppos |= (INDEX_T)((INDEX_T)d << (pos_bits - DIGIT_BITS * (q - KEY_DIGITS + 1)));
-        const bool whole = h == s.need;
-        s.src_count = st.count;
+            s.ppos |= (INDEX_T)((INDEX_T)found << digit_shift(pos_bits, p - KEY_DIGITS));
+        const bool whole = f_h == s.need;
+        s.src_count = st.count;   /* the candidates pass p wrote: its pivot bucket */
         s.flags = (whole ? F_LAST : 0u) | ((st.flags & F_WRITE) ? F_SRC_CANDS : 0u)
-                  | (!whole && h <= cap ? F_WRITE : 0u);
+                  | (!whole && f_h <= cap ? F_WRITE : 0u);
         *lstate = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    return *lstate;
+    const row_state r = *lstate;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
 }
 
 ## What pass p tests an element against, from its row state: the digits resolved before digit
@@ -235,27 +273,16 @@ STEP pass_filter filter_of(row_state st, uint p, uint pos_bits, KEY_T flip)
     return f;
 }
 
-## Group 0 of a row readies pass p + 1: the row state, the candidate counter pass p + 1 writes
-## with, and the histogram it adds into, zeroed.
-STEP void prepare_next_pass(row_state st, __global row_state* state_out,
-                            __global INDEX_T* next_cand_count, __global INDEX_T* hist_next,
+## The local histogram, the tiles' output flags and the slot scratch, zeroed.
+STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, __local uint* scratch,
                             uint lid)
 {
-    if (lid == 0) {
-        *state_out = st;
-        *next_cand_count = 0;
-    }
-    if (lid < RADIX)   /* wg >= RADIX */
-        hist_next[lid] = 0;
-}
-
-## The local histogram and the tiles' output flags, zeroed.
-STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, uint lid)
-{
-    for (uint d = lid; d < RADIX * NSUB; d += WG)
-        lhist[d] = 0;
+    for (uint j = 0; j < RPT; ++j)
+        lhist[j * WG + lid] = 0;
     if (lid < 3)
         l_any[lid] = 0;
+    if (lid == 0)
+        scratch[0] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
@@ -298,9 +325,8 @@ STEP void load_positions(__private INDEX_T* pos, const __global INDEX_T* src,
 
 ## A candidate adds one to the count of its digit p in the local histogram.
 % if warp_aggregate:
-## A warp whose candidates share one digit (clustered data) adds once; otherwise each lane adds to
-## its copy of the histogram (NSUB copies: at most 32 / NSUB lanes meet on one address). A warp
-## without candidates does nothing.
+## A warp whose candidates share one digit (clustered data) adds once; otherwise each lane adds on
+## its own. A warp without candidates does nothing.
 % endif
 STEP void count_candidate(__local uint* lhist, bool cand, KEY_T sel, INDEX_T pi, uint p,
                           uint pos_bits, uint lid)
@@ -315,9 +341,9 @@ STEP void count_candidate(__local uint* lhist, bool cand, KEY_T sel, INDEX_T pi,
         const uint lane = lid & 31u;
         if ((same & any) == any) {
             if (lane == first)
-                atomic_add(&lhist[d0 * NSUB], popcount(any));
+                atomic_add(&lhist[d0], popcount(any));
         } else if (cand) {
-            atomic_inc(&lhist[dd * NSUB + (lane & (NSUB - 1))]);
+            atomic_inc(&lhist[dd]);
         }
     }
 % else:
@@ -374,8 +400,42 @@ STEP uint tile_has_output(bool mine, __local uint* l_any, uint tile_no, uint lid
     return any;
 }
 
-## Output slots in tile order: a work-group scan of (taken, candidates), one counter add each for
-## the tile. *o and *c: the work-item's first output and candidate slot.
+## Output slots for a tile: one counter add each (taken, candidates) for the whole tile. *o and *c:
+## the work-item's first output and candidate slot. The order of the slots is of no consequence
+## (the selection is sorted afterwards, or returned unordered, and the candidates are a set).
+% if warp_aggregate:
+## NVIDIA: a warp scan (shuffles) of the packed counts, one local add per warp, then one work-item
+## adds the tile's totals to the row's counters: two barriers.
+STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
+                      __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
+                      __private INDEX_T* o, __private INDEX_T* c)
+{
+    const uint lane = lid & 31u;
+    const uint v = n_take | (n_cand << 16);
+    uint x = v;
+    for (uint off = 1; off < 32; off <<= 1) {
+        uint y;
+        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, -1;" : "=r"(y) : "r"(x), "r"(off));
+        x += lane >= off ? y : 0u;
+    }
+    const uint warp_total = sg_shuffle(x, 31);
+    uint wbase = 0;
+    if (lane == 0 && warp_total)
+        wbase = atomic_add(&scratch[0], warp_total);   /* scratch[0]: zero at the tile's start */
+    wbase = sg_shuffle(wbase, 0) + (x - v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        const uint total = scratch[0];
+        scratch[0] = 0;   /* for the next tile: its adds come after its first barrier */
+        l_base[0] = (total & 0xffffu) ? COUNTER_ADD(out_count, total & 0xffffu) : 0;
+        l_base[1] = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    *o = l_base[0] + (wbase & 0xffffu);
+    *c = l_base[1] + (wbase >> 16);
+}
+% else:
+## A work-group scan of (taken, candidates): slots in tile order.
 STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
                       __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
                       __private INDEX_T* o, __private INDEX_T* c)
@@ -390,6 +450,7 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
     *o = l_base[0] + (before & 0xffffu);
     *c = l_base[1] + (before >> 16);
 }
+% endif
 
 ## The taken elements to the row's output from slot o (the first k slots), the candidates to write
 ## to its candidate buffer from slot c (the first cap).
@@ -417,69 +478,106 @@ STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
     }
 }
 
-## The local histogram (its NSUB copies summed) added into the row's. Work-item lid adds digit
-## lid's count, those from RADIX on a zero one (see the top of the file): no branch on lid after
-## the barrier, and no address outside the row's histogram.
-STEP void add_histogram(const __local uint* lhist, __global INDEX_T* hist, uint lid)
+## The end of pass p for one work-group of a row: its local histogram added into the row's; then
+## the group that finishes last (the row's counter of finished groups) scans the row's histogram,
+## writes the state of pass p + 1 and readies the counters and histogram for it. No group waits
+## for another: each adds, fences and counts itself done. Every access to what the groups of a
+## pass share is atomic (the histogram and counters: read and zeroed by exchange), and the state
+## alternates between two copies (pass p reads one, its last group writes the other), so no
+## plain access of one group meets another group's in the same pass.
+STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint groups_per_row,
+                      const __local uint* lhist, __global INDEX_T* hist,
+                      __global row_state* state_next, __global INDEX_T* counters,
+                      __local INDEX_T* iscratch, __local row_state* lstate, __local uint* l_last,
+                      uint lid)
 {
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint d = lid & (RADIX - 1);
-    uint c = 0;
-    for (uint j = 0; j < NSUB; ++j)
-        c += lhist[d * NSUB + j];
-    c = lid < RADIX ? c : 0u;
-    if (c)
-        COUNTER_ADD(hist + d, c);
+    if (!(st.flags & F_LAST)) {
+        for (uint j = 0; j < RPT; ++j) {
+            const uint c = lhist[j * WG + lid];
+            if (c)
+                COUNTER_ADD(hist + j * WG + lid, c);
+        }
+    }
+    /* this group's histogram adds (and output writes) before its count */
+    GLOBAL_FENCE();
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (lid == 0)
+        *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (*l_last) {
+        GLOBAL_FENCE();
+        INDEX_T hd[RPT];
+        for (uint j = 0; j < RPT; ++j)   /* every group's adds, read and zeroed for pass p + 1 */
+            hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
+        const row_state s = next_state(st, hd, p, pos_bits, cap, iscratch, lstate, lid);
+        if (lid == 0) {
+            *state_next = s;
+            COUNTER_TAKE(counters + 3);
+            COUNTER_TAKE(counters + 1 + (p & 1));   /* pass p + 2 writes candidates with it */
+        }
+    }
 }
 
 ## Pass p over the rows (NDRange groups_per_row x rows groups): group g of a row handles tiles g,
 ## g + groups_per_row, ... The first two passes, which read whole rows, have kernels of their own
-## with p a constant (topk_pass_0, topk_pass_1): their per-key work folds to a few instructions.
-## Histograms rotate through three buffers (pass p reads hist_prev, adds into hist_cur, and its
-## group 0 zeroes hist_next for pass p + 1) and the state through two (state_in from pass p - 1,
-## state_out for pass p + 1), so no pass writes what another group of the same pass reads.
+## with p a constant (topk_pass_0, topk_pass_1): their per-key work folds to a few instructions,
+## and pass 0, which has no output, only counts (no per-tile barrier).
+## Candidates alternate between two buffers (pass p writes cands[p & 1], reads cands[(p + 1) & 1]);
+## every other argument is the same for every pass of a call.
 <%def name="pass_kernel(name, P)">
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
-               INDEX_T cap, uint p_arg, uint pos_bits, uint groups_per_row, uint rows, KEY_T flip,
-               OUT_INDEX_T idx_row_mul,
-               const __global row_state* state_in, __global row_state* state_out,
-               const __global INDEX_T* hist_prev, __global INDEX_T* hist_cur,
-               __global INDEX_T* hist_next,
-               const __global KEY_T* restrict cin_key, const __global INDEX_T* restrict cin_pos,
-               __global KEY_T* restrict cout_key, __global INDEX_T* restrict cout_pos,
-               __global INDEX_T* cand_count,
+               INDEX_T cap, uint pos_bits, uint groups_per_row, KEY_T flip,
+               OUT_INDEX_T idx_row_mul, __global uchar* temp, ulong state_off, ulong hist_off,
+               ulong counters_off, ulong cand_key0_off, ulong cand_pos0_off, ulong cand_key1_off,
+               ulong cand_pos1_off,
                __global KEY_T* restrict out_key, ulong out_key_off,
-               __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off,
-               __global INDEX_T* out_count)
+               __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off, uint p_arg)
 {
+    __global row_state* state = AT(row_state, state_off);
+    __global INDEX_T* hist = AT(INDEX_T, hist_off);
+    __global INDEX_T* counters = AT(INDEX_T, counters_off);
+    __global KEY_T* cand_key0 = AT(KEY_T, cand_key0_off);
+    __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
+    __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
+    __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
     const uint p = ${"p_arg" if P is None else P};   /* a constant in the first passes' kernels */
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
-    __local INDEX_T iscratch[WG];
-    __local row_state lstate;
-    const row_state st = next_state(state_in[row], hist_prev + (size_t)row * RADIX, p, pos_bits,
-                                    cap, iscratch, &lstate, lid);
-    if (g == 0)   /* pass p + 1 writes candidates with the other counter */
-        prepare_next_pass(st, state_out + row, cand_count + (size_t)((p + 1) & 1) * rows + row,
-                          hist_next + (size_t)row * RADIX, lid);
-    if (st.flags & F_DONE)
+    const uint rows = get_num_groups(1);
+    /* the state of pass p, and the copy pass p + 1 reads */
+    const row_state st = state[(size_t)(p & 1) * rows + row];
+    __global row_state* state_next = state + (size_t)((p + 1) & 1) * rows + row;
+    if (st.flags & F_DONE) {
+        if (g == 0 && lid == 0)
+            *state_next = st;
         return;
+    }
+    counters += (size_t)4 * row;
     pass_filter f = filter_of(st, p, pos_bits, flip);
 % if P == 0:
     f.last = f.from_cands = f.write = false;   /* nothing decided yet */
 % elif P == 1:
     f.from_cands = false;                      /* pass 0 writes no candidates */
 % endif
+    const bool odd = (p & 1) != 0;
+    const __global KEY_T* cin_key = (odd ? cand_key0 : cand_key1) + (size_t)row * cap;
+    const __global INDEX_T* cin_pos = (odd ? cand_pos0 : cand_pos1) + (size_t)row * cap;
+    __global KEY_T* cout_key = (odd ? cand_key1 : cand_key0) + (size_t)row * cap;
+    __global INDEX_T* cout_pos = (odd ? cand_pos1 : cand_pos0) + (size_t)row * cap;
     const INDEX_T n_src = f.from_cands ? st.src_count : row_len;
-    const __global KEY_T* src_key = f.from_cands ? cin_key + (size_t)row * cap
+    const __global KEY_T* src_key = f.from_cands ? cin_key
                                                  : keys + keys_off + (size_t)row * row_len;
-    __local uint lhist[RADIX * NSUB];
+    __local uint lhist[RADIX];
     __local uint scratch[WG];
+    __local INDEX_T iscratch[WG];
+    __local row_state lstate;
     __local uint l_any[3];
+    __local uint l_last;
     __local INDEX_T l_base[2];
-    clear_pass_locals(lhist, l_any, lid);
+    clear_pass_locals(lhist, l_any, scratch, lid);
     uint tile_no = 0;
     for (INDEX_T base = (INDEX_T)g * TILE; base < n_src;
          base += (INDEX_T)groups_per_row * TILE, ++tile_no) {
@@ -488,20 +586,21 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
         const bool full = base + TILE <= n_src;
         load_keys(x, src_key, base, n_src, full, lid);
-        load_positions(pos, cin_pos + (size_t)row * cap, base, n_src, f.from_cands, lid);
+        load_positions(pos, cin_pos, base, n_src, f.from_cands, lid);
         const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
+% if P != 0:
         if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
             INDEX_T o, c;
-            claim_slots(n.x, n.y, scratch, l_base, out_count + row,
-                        cand_count + (size_t)(p & 1) * rows + row, lid, &o, &c);
+            claim_slots(n.x, n.y, scratch, l_base, counters, counters + 1 + (p & 1), lid, &o, &c);
             write_tile(x, pos, cls, o, c, out_key + out_key_off + (size_t)row * k,
                        out_idx + out_idx_off + (size_t)row * k, k,
-                       (OUT_INDEX_T)row * idx_row_mul, cout_key + (size_t)row * cap,
-                       cout_pos + (size_t)row * cap, cap);
+                       (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
         }
+% endif
     }
-    if (!f.last)
-        add_histogram(lhist, hist_cur + (size_t)row * RADIX, lid);
+    finish_pass(st, p, pos_bits, cap, groups_per_row, lhist,
+                hist + (size_t)row * RADIX, state_next, counters, iscratch, &lstate, &l_last,
+                lid);
 }
 </%def>
 ${pass_kernel("topk_pass_0", 0)}
@@ -559,7 +658,8 @@ STEP void bitonic_sort_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local O
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_INDEX_T* restrict sel_idx,
+void topk_sort_rows(const __global KEY_T* restrict sel_key, ulong sel_key_off,
+                    const __global OUT_INDEX_T* restrict sel_idx, ulong sel_idx_off,
                     INDEX_T k, KEY_T flip,
                     __global KEY_T* restrict out_key, ulong out_key_off,
                     __global IDX_T* restrict out_idx, ulong out_idx_off)
@@ -572,7 +672,8 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_I
     uint size = 1;
     while (size < (uint)k)
         size <<= 1;
-    load_pairs(lsel, lkey, lpos, sel_key + (size_t)row * k, sel_idx + (size_t)row * k, k, size,
+    load_pairs(lsel, lkey, lpos, sel_key + sel_key_off + (size_t)row * k,
+               sel_idx + sel_idx_off + (size_t)row * k, k, size,
                flip, lid);
     bitonic_sort_pairs(lsel, lkey, lpos, size, lid);
     for (uint i = lid; i < (uint)k; i += WG) {
@@ -581,6 +682,99 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, const __global OUT_I
     }
 }
 % endif
+
+## One work-group per row does the whole selection (rows the planner deems small): every pass
+## re-reads the row (from the caches, for such rows), counts its candidates in local memory and
+## resolves the next pivot there; taken elements get slots from a local counter. Sorted (a
+## program with sort_size), the selection is sorted in local memory before it is written; else it
+## goes straight to the outputs.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
+                 uint pos_bits, uint digits, KEY_T flip,
+                 __global KEY_T* restrict out_key, ulong out_key_off,
+                 __global IDX_T* restrict out_idx, ulong out_idx_off)
+{
+    const uint row = get_group_id(0);
+    const uint lid = get_local_id(0);
+    const __global KEY_T* src = keys + keys_off + (size_t)row * row_len;
+    out_key += out_key_off + (size_t)row * k;
+    out_idx += out_idx_off + (size_t)row * k;
+    __local uint lhist[RADIX];
+    __local INDEX_T iscratch[WG];
+    __local row_state lstate;
+    __local uint l_out;
+% if sort_size:
+    __local KEY_T lsel[${sort_size}];
+    __local KEY_T lkey[${sort_size}];
+    __local OUT_INDEX_T lpos[${sort_size}];
+% endif
+    if (lid == 0)
+        l_out = 0;
+    row_state st = first_state(k, row_len);
+    /* a row of one tile is loaded once, and stays in registers for every pass */
+    const bool one_tile = row_len <= TILE;
+    KEY_T x[IPT];
+    if (one_tile) {
+        const INDEX_T base = 0;
+        load_keys(x, src, base, row_len, row_len == TILE, lid);
+    }
+    for (uint p = 0; p <= digits; ++p) {
+        for (uint j = 0; j < RPT; ++j)
+            lhist[j * WG + lid] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pass_filter f = filter_of(st, p, pos_bits, flip);
+        f.from_cands = f.write = false;
+        for (INDEX_T base = 0; base < row_len; base += TILE) {
+            const bool full = base + TILE <= row_len;
+            if (!one_tile)
+                load_keys(x, src, base, row_len, full, lid);
+            for (uint i = 0; i < IPT; ++i) {
+                const INDEX_T pi = ELEM(i);
+                const KEY_T sel = order_key(x[i], flip);
+                if (classify(sel, pi, full || pi < row_len, f, lhist, lid) == 1u) {
+                    const uint o = atomic_inc(&l_out);
+% if sort_size:
+                    lsel[o] = sel;
+                    lkey[o] = x[i];
+                    lpos[o] = (OUT_INDEX_T)pi;
+% else:
+                    out_key[o] = x[i];
+                    out_idx[o] = (IDX_T)pi;
+% endif
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (f.last)
+            break;
+        INDEX_T hd[RPT];
+        for (uint j = 0; j < RPT; ++j)
+            hd[j] = lhist[lid * RPT + j];
+        st = next_state(st, hd, p, pos_bits, 0, iscratch, &lstate, lid);
+    }
+% if sort_size:
+    uint size = 1;
+    while (size < (uint)k)
+        size <<= 1;
+    for (uint j = 0; j < (size + WG - 1) / WG; ++j) {
+        const uint i = j * WG + lid;
+        if (i >= (uint)k && i < size) {
+            lkey[i] = (KEY_T)0;
+            lsel[i] = (KEY_T)~(KEY_T)0;   /* padding sorts behind every pair */
+            lpos[i] = (OUT_INDEX_T)~(OUT_INDEX_T)0;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    bitonic_sort_pairs(lsel, lkey, lpos, size, lid);
+    for (uint j = 0; j < (size + WG - 1) / WG; ++j) {
+        const uint i = j * WG + lid;
+        if (i < (uint)k) {
+            out_key[i] = lkey[i];
+            out_idx[i] = (IDX_T)lpos[i];
+        }
+    }
+% endif
+}
 
 ## The global-sort route (sorted=True, k above the local sort): the row of each selected element
 ## from its index in the whole batch, then the keys and row positions gathered by that index.

@@ -22,7 +22,7 @@ from .radix_select import RadixSelect
 from .reduce_then_scan import ReduceThenScan, SingleWorkGroup
 from .render import KernelBuildError
 from .sizes import index_bytes, index_type
-from .topk_policy import RADIX, plan_topk
+from .topk_policy import MIN_WG, plan_topk
 from .tuning import tuned_table
 
 DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup}
@@ -194,5 +194,5 @@ class TopkPlanner(_Planner):
                 return plan, self.built(key, lambda: RadixSelect(self.programs, device, plan,
                                                                  codec))
             except WorkGroupLimitError as exc:
-                self.learn_cap(device, (codec.dtype, plan.index_name), exc, plan.wg, RADIX,
+                self.learn_cap(device, (codec.dtype, plan.index_name), exc, plan.wg, MIN_WG,
                                f"top-k of {codec.dtype} keys")

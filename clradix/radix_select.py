@@ -1,11 +1,16 @@
 """The top-k driver: MSD radix select over (key, position) digits for every row at once
 (cl_templates/radix_select.cl.mako), then the route's ordering of the selected keys.
 
-Temporary memory, per call (``RadixSelect.temp_bytes``, exactly what a call asks its allocator
-for, the radix sorts' own aside): one allocation, split into sub-buffers, of two candidate buffers
-of ``cap`` keys and positions per row, cap = min(row_len, max(row_len // 32, 1024)) (about 1/8 of
-the input for 32-bit keys, 16 bytes x 2048 per row for short rows), 768 counters and two row states
-per row, and for sorted results k keys and indices per row (each part aligned to 4 KiB).
+Rows up to the policy's ``single_max`` (sorted k up to the local sort) take one launch of
+``topk_single`` and no temporary memory. Otherwise, per call (``RadixSelect.temp_bytes``, exactly
+what a call asks its allocator for, the radix sorts' own aside): one allocation (its parts at
+byte offsets the kernels take: no sub-buffers) of two candidate buffers of ``cap`` keys and
+positions per row, cap = min(row_len, max(row_len // 32, 1024)) unless the policy's
+``cand_cap`` says otherwise (about 1/8 of the input for 32-bit keys, 16 bytes x 2048 per row for
+short rows), a 2048-counter histogram, four counters and two row states per row, and for sorted
+results k keys and indices per row (each part aligned to 4 KiB; on the global route those are
+allocations of their own, the radix sorts' operands). The launches: topk_init, digits + 1
+passes (a row's finished passes return at once), then the route's ordering.
 """
 
 from dataclasses import dataclass
@@ -20,8 +25,7 @@ from .sizes import cl_index_name, round_up
 from .topk_policy import RADIX
 
 STATE_BYTES = 64  # sizeof(row_state) is at most 56
-# Sub-buffer origins must be aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (at most 4096 bits on the
-# devices here; 4096 bytes covers any).
+# The parts of the one allocation start at multiples of 4 KiB (any element type, any vector load).
 _ALIGN = 4096
 
 
@@ -59,16 +63,21 @@ class RadixSelect(Driver):
         uint, ulong, idx = np.uint32, np.uint64, plan.index_np
         key_np, out_np = codec.unsigned_dtype.type, plan.out_index_np
         self.init = cl.Kernel(prg, "topk_init")
-        self.init.set_scalar_arg_dtypes([None, None, None, None, None, None, uint, idx, idx])
-        # pass 0, pass 1 (their own kernels, p a constant) and every later pass
+        self.init.set_scalar_arg_dtypes([None, ulong, ulong, ulong, uint, idx, idx])
+        # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
+        # argument): every other argument is the same for each pass of a call
         self.passes = [cl.Kernel(prg, name) for name in ("topk_pass_0", "topk_pass_1", "topk_pass")]
         for knl in self.passes:
-            knl.set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, uint, uint, key_np,
-                                       out_np] + [None] * 11 + [ulong, None, ulong, None])
-        launched = [("topk_pass", knl) for knl in self.passes]
+            knl.set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, key_np, out_np]
+                                      + [None] + [ulong] * 7 + [None, ulong, None, ulong, uint])
+        self.single = cl.Kernel(prg, "topk_single")
+        self.single.set_scalar_arg_dtypes([None, ulong, idx, idx, uint, uint, key_np, None, ulong,
+                                           None, ulong])
+        launched = [("topk_pass", knl) for knl in self.passes] + [("topk_single", self.single)]
         if plan.sort_size:
             self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
-            self.sort_rows.set_scalar_arg_dtypes([None, None, idx, key_np, None, ulong, None, ulong])
+            self.sort_rows.set_scalar_arg_dtypes([None, ulong, None, ulong, idx, key_np, None,
+                                                  ulong, None, ulong])
             launched.append(("topk_sort_rows", self.sort_rows))
         self.row_of = cl.Kernel(prg, "topk_row_of")
         self.row_of.set_scalar_arg_dtypes([None, None, ulong, out_np])
@@ -79,52 +88,66 @@ class RadixSelect(Driver):
 
     @classmethod
     def temp_bytes(cls, plan, codec, rows, k):
-        """Bytes of the one allocation a call carves (the global route's sorts' own aside)."""
-        return _carve_offsets(_temp_sizes(plan, codec, rows, k))[1]
+        """Bytes a call asks its allocator for (the global route's sorts' own aside)."""
+        block, apart = _temp_sizes(plan, codec, rows, k)
+        return (_carve_offsets(block)[1] if block else 0) + sum(max(n, 1) for n in apart)
 
     def enqueue(self, queue, job, alloc, wait):
         plan = job.plan
-        # every temporary of the call but the sorts' own: one allocation (_carve)
-        block, parts = _carve(alloc, _temp_sizes(plan, self.codec, job.rows, job.k))
-        states, counts, hists, cands = parts[0:2], parts[2:4], parts[4:7], parts[7:11]
-        sel = self._selection(job, parts[11:13])
         flip = self.codec.flip(job.largest)
+        if plan.single:   # one launch, no temporaries
+            return self._traced("topk_single", self.single(
+                queue, (job.rows * plan.wg,), (plan.wg,), job.keys.buffer, job.keys.offset,
+                plan.index_np(job.row_len), plan.index_np(job.k), plan.pos_bits, plan.digits,
+                flip, *_at(job.values), *_at(job.indices), wait_for=wait or None))
+        # the selection's temporaries: one allocation, each part at an offset the kernels take
+        # (no sub-buffers); the global route's sort operands are allocations of their own
+        sizes, apart = _temp_sizes(plan, self.codec, job.rows, job.k)
+        off, total = _carve_offsets(sizes)
+        block = alloc(total)
+        own = [alloc(max(n, 1)) for n in apart]
         evt = self._traced("topk_init", self.init(
-            queue, (job.rows * RADIX,), (RADIX,), states[0], *counts, *hists, np.uint32(job.rows),
-            plan.index_np(job.k), plan.index_np(job.row_len), wait_for=wait or None))
-        evt = self._passes(queue, job, states, counts, hists, cands, sel, flip, evt)
+            queue, (job.rows * plan.wg,), (plan.wg,), block, off[0], off[1], off[2],
+            np.uint32(job.rows), plan.index_np(job.k), plan.index_np(job.row_len),
+            wait_for=wait or None))
+        if plan.route == "direct":
+            sel = (*_at(job.values), *_at(job.indices))
+        elif plan.route == "local":
+            sel = (block, off[7] // self.codec.itemsize, block,
+                   off[8] // np.dtype(plan.out_index_np).itemsize)
+        else:
+            sel = (own[0], 0, own[1], 0)
+        evt = self._passes(queue, job, block, off, sel, flip, evt)
         if plan.route == "local":
             evt = self._traced("topk_sort_rows", self.sort_rows(
-                queue, (job.rows * plan.wg,), (plan.wg,), sel[0], sel[2], plan.index_np(job.k),
-                flip, *_at(job.values), *_at(job.indices), wait_for=[evt]))
+                queue, (job.rows * plan.wg,), (plan.wg,), *sel, plan.index_np(job.k), flip,
+                *_at(job.values), *_at(job.indices), wait_for=[evt]))
         elif plan.route == "global":
-            evt = self._global_sort(queue, job, sel[0], sel[2], parts[13] if job.rows > 1 else None,
+            evt = self._global_sort(queue, job, own[0], own[1], own[2] if job.rows > 1 else None,
                                     alloc, evt)
-        del block   # (a pool's block goes back to its pool: for later commands of this queue)
+        del block, own   # (a pool's blocks go back to its pool: for later commands of this queue)
         return evt
 
-    def _selection(self, job, parts):
-        """(keys, key offset, indices, index offset) the passes write the selected elements to:
-        the outputs themselves (direct route), or temporaries that the route then orders."""
-        if job.plan.route == "direct":
-            return (*_at(job.values), *_at(job.indices))
-        return parts[0], 0, parts[1], 0
-
-    def _passes(self, queue, job, states, counts, hists, cands, sel, flip, evt):
-        """The digit passes: pass p histograms digit p of the surviving candidates and keeps
-        those that may still be selected (every pass after the last digit only writes)."""
+    def _passes(self, queue, job, block, off, sel, flip, evt):
+        """The digit passes: pass p classifies by digit p - 1 and counts digit p; the last
+        work-group of a row to finish a pass picks the next pivot (every pass after the last
+        digit only writes). The arguments are set once per kernel; the general pass kernel's p
+        (its last argument) once per pass."""
         plan = job.plan
         row_mul = job.row_len if plan.route == "global" else 0
-        ck, cp = cands[0:2], cands[2:4]
+        ix = plan.index_np
+        args = (job.keys.buffer, job.keys.offset, ix(job.row_len), ix(job.k), ix(plan.cap),
+                plan.pos_bits, plan.groups, flip, row_mul, block, off[0], off[2], off[1],
+                *off[3:7], *sel)
+        gsize, lsize = (plan.groups * plan.wg, job.rows), (plan.wg, 1)
         for p in range(plan.digits + 1):
-            cin = (p + 1) % 2
-            evt = self.passes[min(p, 2)](
-                queue, (plan.groups * plan.wg, job.rows), (plan.wg, 1), job.keys.buffer,
-                job.keys.offset, job.row_len, job.k, plan.cap, p, plan.pos_bits, plan.groups,
-                job.rows, flip, row_mul, states[p % 2], states[(p + 1) % 2], hists[(p + 2) % 3],
-                hists[p % 3], hists[(p + 1) % 3], ck[cin], cp[cin], ck[p % 2], cp[p % 2],
-                counts[1], *sel, counts[0], wait_for=[evt])
-            evt = self._traced(f"topk_pass {p}", evt)
+            knl = self.passes[min(p, 2)]
+            if p <= 2:
+                knl.set_args(*args, p)
+            else:
+                knl.set_arg(len(args), np.uint32(p))
+            evt = self._traced(f"topk_pass {p}", cl.enqueue_nd_range_kernel(
+                queue, knl, gsize, lsize, wait_for=[evt]))
         return evt
 
     def _global_sort(self, queue, job, sel_key, gidx, row_of, alloc, evt):
@@ -178,40 +201,31 @@ def _check_work_groups(kernels, device, wg):
 
 
 def _temp_sizes(plan, codec, rows, k):
-    """Bytes of each temporary a call carves from its one allocation, in enqueue's order: two row
-    states, output and candidate counters, three histograms, two candidate key and two position
-    buffers; then for sorted results the selected keys and indices, and for the global route of
-    several rows each selected element's row."""
-    ib, kb, cap = plan.index_bytes, codec.itemsize, plan.cap
-    sizes = ([rows * STATE_BYTES] * 2 + [rows * ib, 2 * rows * ib] + [rows * RADIX * ib] * 3
-             + [rows * cap * kb] * 2 + [rows * cap * ib] * 2)
-    m = rows * k
-    if plan.route != "direct":
-        sizes += [m * kb, m * np.dtype(plan.out_index_np).itemsize]
-    if plan.route == "global" and rows > 1:
-        sizes.append(m * 4)
-    return sizes
+    """Bytes of the temporaries of a call: ``(parts of the one allocation, in the kernels'
+    order, allocations of their own)``. The parts: two row states per row, four counters per
+    row (output slots, candidate slots of even and odd passes, groups done with the pass), the
+    histograms, two candidate buffers (keys, positions; keys, positions), and on the local route
+    the selected keys and indices. The global route's selected keys and indices (and, for
+    several rows, each one's row) are sort operands: allocations of their own. Nothing on the
+    one-launch route."""
+    if plan.single:
+        return [], []
+    ib, kb, cap, m = plan.index_bytes, codec.itemsize, plan.cap, rows * k
+    sizes = ([2 * rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
+             + [rows * cap * kb, rows * cap * ib] * 2)
+    sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
+    if plan.route == "local":
+        return sizes + sel, []
+    if plan.route == "global":
+        return sizes, sel + ([m * 4] if rows > 1 else [])
+    return sizes, []
 
 
 def _carve_offsets(sizes):
+    """(byte offset of each part, total bytes): parts aligned to 4 KiB, so that every element
+    type's pointer at an offset is aligned."""
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
         total += round_up(max(size, 1), _ALIGN)
     return offsets, total
-
-
-def _carve(alloc, sizes):
-    """One allocation split into sub-buffers of ``sizes`` bytes (allocating is the costly part,
-    and a pool then holds one block per call): ``(block, parts)``; keep ``block`` while the parts
-    are in use. The block may be a Buffer or a pool's PooledBuffer. An allocator that hands out
-    sub-buffers gets one request per part instead: sub-buffers carved from the memory object
-    beneath such a block crashed NVIDIA's OpenCL driver (580.159) in a later launch."""
-    offsets, total = _carve_offsets(sizes)
-    block = alloc(total)
-    if block.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is not None:
-        del block
-        return None, [alloc(max(size, 1)) for size in sizes]
-    root = block if isinstance(block, cl.Buffer) else \
-        cl.Buffer.from_int_ptr(block.int_ptr, retain=True)   # a PooledBuffer's memory object
-    return block, [root.get_sub_region(off, max(size, 1)) for off, size in zip(offsets, sizes)]

@@ -7,6 +7,7 @@ counts as the largest value, so the result is the same on every run and device.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Callable, Optional, Sequence, Tuple, Union
 
@@ -157,17 +158,18 @@ class Selector:
             if dtype is not None and np.dtype(dtype) != keys.dtype:
                 raise TypeError(f"keys: dtype={np.dtype(dtype)} given, but the array holds "
                                 f"{keys.dtype}")
-            if keys.ndim not in (1, 2):
+            ndim = len(keys.shape)
+            if ndim not in (1, 2):
                 raise ValueError(f"keys: expected a 1-D or 2-D array, got shape {keys.shape}")
             if not (keys.flags.c_contiguous or keys.size <= 1):
                 raise ValueError(f"keys: array is not C-contiguous (shape {keys.shape}, strides "
                                  f"{keys.strides})")
-            if rows is not None and rows != (keys.shape[0] if keys.ndim == 2 else 1):
+            if rows is not None and rows != (keys.shape[0] if ndim == 2 else 1):
                 raise ValueError(f"keys: rows={rows} disagrees with the array's shape {keys.shape}")
             key_codec(keys.dtype)
             # the rows back to back: the checks of a 1-D operand (context, offset, usable buffer)
-            flat = operand(keys.reshape(-1) if keys.ndim == 2 else keys, self.context, "keys")
-            n_rows, row_len = (keys.shape if keys.ndim == 2 else (1, keys.shape[0]))
+            flat = operand(keys.reshape(-1) if ndim == 2 else keys, self.context, "keys")
+            n_rows, row_len = (keys.shape if ndim == 2 else (1, keys.shape[0]))
             flat.array, flat.events = keys, list(keys.events)
             return flat, int(n_rows), int(row_len), tuple(keys.shape)
         if isinstance(keys, cl.MemoryObjectHolder):
@@ -194,7 +196,7 @@ class Selector:
             raise TypeError(f"{what}: expected a pyopencl.array.Array, got {type(out).__name__}")
         if out.dtype != dtype:
             raise TypeError(f"{what}: expected dtype {dtype}, got {out.dtype}")
-        if out.size != int(np.prod(shape)) or not (out.flags.c_contiguous or out.size <= 1):
+        if out.size != math.prod(shape) or not (out.flags.c_contiguous or out.size <= 1):
             raise ValueError(f"{what}: expected a contiguous array of shape {shape}, got shape "
                              f"{out.shape}")
         check_context(self.context, out.context, what)

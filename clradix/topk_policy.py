@@ -2,7 +2,8 @@
 
 A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/radix_select.cl.mako): the
 work-group size and items per work-item of the selection passes, the work-groups per compute unit
-that share a row, and the largest k sorted in local memory. :func:`plan_topk` is a pure function
+that share a row, the largest k sorted in local memory, the candidate buffer's capacity and the
+longest row selected by one work-group in one launch. :func:`plan_topk` is a pure function
 of (device profile, key codec, rows, row length, k, sorted, overrides) returning a
 :class:`TopkPlan`: the policy plus everything a call derives from it (route, index types, grid,
 candidate capacity). Overrides follow the sort planner's rule: None means the planner decides.
@@ -10,14 +11,19 @@ candidate capacity). Overrides follow the sort planner's rule: None means the pl
 
 import numbers
 from dataclasses import dataclass, replace
+from typing import Optional
+
 import numpy as np
 
 from .device import DeviceProfile
 from .policy import PolicyError, pow2_floor
 from .sizes import index_type, output_index_dtype
 
-DIGIT_BITS = 8
+DIGIT_BITS = 11
 RADIX = 1 << DIGIT_BITS
+# The smallest and largest work-group of the selection kernels (each work-item walks
+# RADIX / wg_size digits of the histogram).
+MIN_WG = 64
 # A tile's taken and candidate counts share one 32-bit word in the pass kernels' scan.
 TILE_LIMIT = 1 << 16
 # The local-memory sort's largest size (topk_sort_rows).
@@ -30,6 +36,8 @@ class TopkPolicy:
     items_per_thread: int = 8     # keys each work-item loads per tile (a power of two >= 2)
     groups_per_cu: int = 32       # work-groups per compute unit that share the rows
     sort_size: int = MAX_SORT_SIZE  # largest k sorted in local memory (lowered to what fits)
+    single_max: int = 1 << 16     # rows up to this length: one work-group each, one launch
+    cand_cap: Optional[int] = None  # candidates kept per row (None: max(row_len // 32, 1024))
 
     @property
     def tile(self):
@@ -41,9 +49,12 @@ _DEFAULTS = {
     # H200, float32 / uint32 2^28, k = 1000 (gpu top-k benchmark, --variants): 8 items per
     # work-item and 32 groups per CU 1.73 / 1.35 ms; 4x32 1.83 / 1.46; 4x8 2.08 / 1.67; an earlier
     # kernel: 16x8 2.39 / 1.87, 32x8 4.1 / 3.5 (more registers, fewer loads in flight).
+    # single_max: rows of up to 2^16 keys (256 KiB of float32) are re-read from the caches by one
+    # work-group per pass (the top-k issue's target shapes: 1-D 2^16, rows of 1024 and 32768).
     "gpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=32),
-    # CPUs: two work-groups per core keep every core busy without splitting rows finely.
-    "cpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=2),
+    # CPUs: two work-groups per core keep every core busy without splitting rows finely; one
+    # core's work-group selects rows of up to 2^14 keys alone.
+    "cpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=2, single_max=1 << 14),
 }
 
 
@@ -60,10 +71,11 @@ class TopkPlan:
     idx_np: type          # the indices handed back (row positions)
     out_index_np: type    # positions in the selection's output (batch-wide on the global route)
     sort_size: int        # the local sort's size (0 unless route == "local")
-    pos_bits: int         # bits of a position, rounded up to whole digits
+    pos_bits: int         # bits of a position (of row_len - 1)
     digits: int           # digit passes over (key, position)
     groups: int           # work-groups per row
     cap: int              # candidates kept per row between passes
+    single: bool          # one work-group per row does everything (topk_single, one launch)
 
     @property
     def wg(self):
@@ -79,20 +91,24 @@ class TopkPlan:
 
 
 def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
-                    max_wg_size=None):
+                    max_wg_size=None, single_max=None, cand_cap=None):
     """TypeError or ValueError naming the option unless each is None (the planner decides) or a
     value the radix select can run with (wg_size at most ``max_wg_size`` when given)."""
     for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
-                    ("groups_per_cu", groups_per_cu), ("sort_size", sort_size)):
+                    ("groups_per_cu", groups_per_cu), ("sort_size", sort_size),
+                    ("single_max", single_max), ("cand_cap", cand_cap)):
         if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool)):
             raise TypeError(f"{name} must be an integer or None (the planner decides), got "
                             f"{type(v).__name__}")
-    if wg_size is not None and (wg_size < RADIX or wg_size & (wg_size - 1)):
-        raise ValueError(f"wg_size must be a power of two >= {RADIX} (a work-item per digit of "
-                         f"the {DIGIT_BITS}-bit histogram), got {wg_size}")
+    bad_wg = ValueError(f"wg_size must be a power of two from {MIN_WG} to {RADIX} (the digits "
+                        f"of the {DIGIT_BITS}-bit histogram shared evenly), got {wg_size}")
+    if wg_size is not None and (wg_size < MIN_WG or wg_size & (wg_size - 1)):
+        raise bad_wg
     if wg_size is not None and max_wg_size is not None and wg_size > max_wg_size:
         raise ValueError(f"wg_size={wg_size} exceeds the largest work-group of the device "
                          f"({max_wg_size})")
+    if wg_size is not None and wg_size > RADIX:
+        raise bad_wg
     if items_per_thread is not None and (items_per_thread < 2
                                          or items_per_thread & (items_per_thread - 1)):
         raise ValueError(f"items_per_thread must be a power of two >= 2 (runs of 2 to 16 keys "
@@ -109,19 +125,31 @@ def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sor
                                   or sort_size > MAX_SORT_SIZE):
         raise ValueError(f"sort_size must be a power of two from 1 to {MAX_SORT_SIZE} (the "
                          f"local-memory sort's largest k), got {sort_size}")
+    if single_max is not None and single_max < 0:
+        raise ValueError(f"single_max must be >= 0 (0: never one work-group per row), got "
+                         f"{single_max}")
+    if cand_cap is not None and cand_cap < 1:
+        raise ValueError(f"cand_cap must be a positive integer, got {cand_cap}")
 
 
 def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     """The TopkPlan of the k largest or smallest of ``rows`` rows of ``row_len`` keys of
     ``codec``; ``overrides`` (TopkPolicy fields) replace the planner's choice when not None."""
     fields = {name: v for name, v in overrides.items() if v is not None}
+    check_overrides(**{n: v for n, v in fields.items() if n != "wg_size"})
     policy = replace(_DEFAULTS["gpu" if profile.is_gpu else "cpu"], **fields)
     if "wg_size" not in fields and policy.wg_size > profile.max_wg_size:
-        policy = replace(policy, wg_size=max(RADIX, pow2_floor(profile.max_wg_size)))
+        policy = replace(policy, wg_size=max(MIN_WG, pow2_floor(profile.max_wg_size)))
     if policy.wg_size > profile.max_wg_size:
-        raise PolicyError(f"top-k needs work-groups of at least {RADIX} work-items (one per digit); "
+        raise PolicyError(f"top-k needs work-groups of at least {MIN_WG} work-items; "
                           f"{profile.describe()} runs at most {profile.max_wg_size}")
-    sort_size = min(policy.sort_size, _local_sort_size(profile, codec.itemsize))
+    single = row_len <= policy.single_max
+    if single and "wg_size" not in fields and (not sorted or k <= policy.sort_size):
+        # one work-group per short row: no larger than one tile of the row (rows of 1024 keys:
+        # 128 x 8), so that more rows share a compute unit and fewer work-items idle
+        fit = max(MIN_WG, 1 << max(-(-row_len // policy.items_per_thread) - 1, 0).bit_length())
+        policy = replace(policy, wg_size=min(policy.wg_size, fit))
+    sort_size = min(policy.sort_size, _local_sort_size(profile, codec.itemsize, policy.wg_size))
     idx_np = output_index_dtype(row_len).type
     if not sorted or k == 1:
         route, out_np = "direct", idx_np
@@ -130,21 +158,31 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     else:
         route, out_np = "global", output_index_dtype(rows * row_len).type
     index_name, index_np = index_type(row_len)
-    pos_bits = DIGIT_BITS * -(-max(row_len - 1, 0).bit_length() // DIGIT_BITS)
+    pos_bits = max(row_len - 1, 0).bit_length()
     target = profile.compute_units * policy.groups_per_cu
     groups = max(1, min(-(-target // rows), -(-row_len // policy.tile)))
+    cap = policy.cand_cap or max(row_len // 32, 1024)
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
-                    sort_size=sort_size if route == "local" else 0, pos_bits=pos_bits,
-                    digits=codec.bits // DIGIT_BITS + pos_bits // DIGIT_BITS, groups=groups,
-                    cap=min(row_len, max(row_len // 32, 1024)))
+                    sort_size=_sort_size_for(k, sort_size) if route == "local" else 0,
+                    pos_bits=pos_bits,
+                    digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
+                    groups=groups, cap=min(row_len, cap),
+                    single=single and route != "global")
 
 
-def _local_sort_size(profile, key_bytes):
+def _sort_size_for(k, limit):
+    """The local sort's size for k: the power of two from k (at least 32), so that small k leave
+    local memory to more work-groups (a program per size; at most ``limit``)."""
+    return min(limit, max(32, 1 << max(k - 1, 0).bit_length()))
+
+
+def _local_sort_size(profile, key_bytes, wg_size):
     """The largest power of two of (key, order key, position) triples that fit the local memory
-    (at most MAX_SORT_SIZE): the largest k sorted in one work-group."""
+    beside topk_single's histogram and scan (at most MAX_SORT_SIZE): the largest k sorted in one
+    work-group."""
     per = 2 * key_bytes + 8
-    budget = min(profile.local_mem_bytes - 1024, 32 * 1024)
+    budget = min(profile.local_mem_bytes - 1024 - 4 * RADIX - 8 * wg_size, 32 * 1024)
     s = 1
     while s * 2 * per <= budget and s * 2 <= MAX_SORT_SIZE:
         s *= 2

@@ -354,10 +354,40 @@ def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     g.keep(*conftest.check_topk(g.queue, a, 7, selector=sel, to_device=g.to_device))
 
 
+def topk_selector(g, single_max=0, **options):
+    """A Selector of ``g`` whose rows up to ``single_max`` take the one-launch path (0: every
+    row takes the multi-group passes); ``options``: its constructor's, or TopkPolicy fields."""
+    public = {n: options.pop(n) for n in list(options) if n in ("wg_size", "items_per_thread",
+                                                                 "groups_per_cu", "sort_size")}
+    sel = clradix.Selector(g.context, allocator=g.alloc, **public)
+    sel.overrides.update(options, single_max=single_max)
+    return sel
+
+
+@pytest.mark.parametrize("shape,k,srt,cap", [((700,), 5, True, None), ((3, 300), 40, False, None),
+                                             ((2, 500), 7, True, 8), ((900,), 1, True, 8)],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_topk_passes(g, rng, shape, k, srt, cap):
+    """The multi-group passes, several groups per row (the last of a row to finish a pass picks
+    the next pivot), and with a candidate buffer of 8 keys (cap): the adaptive re-read."""
+    sel = topk_selector(g, wg_size=64, items_per_thread=2, groups_per_cu=4, cand_cap=cap)
+    a = float_specials(rng, np.dtype("float32"), int(np.prod(shape))).reshape(shape)
+    g.keep(*conftest.check_topk(g.queue, a, k, True, srt, selector=sel, to_device=g.to_device))
+
+
+def test_topk_single_several_tiles(g, rng):
+    """One work-group per row (one launch) over rows of several tiles, and of one tile (kept in
+    registers), sorted and not."""
+    sel = topk_selector(g, single_max=1 << 20, wg_size=64, items_per_thread=2)
+    for shape, k, srt in (((2, 300), 9, True), ((3, 100), 4, False)):
+        a = float_specials(rng, np.dtype("float32"), int(np.prod(shape))).reshape(shape)
+        g.keep(*conftest.check_topk(g.queue, a, k, True, srt, selector=sel, to_device=g.to_device))
+
+
 def test_topk_many_tiles_per_group(g, rng):
     """Small tiles, one work-group per row: each group walks several tiles (its per-tile flags
     rotate), with output and candidates written in most of them."""
-    sel = clradix.Selector(g.context, items_per_thread=2, groups_per_cu=1, allocator=g.alloc)
+    sel = topk_selector(g, items_per_thread=2, groups_per_cu=1)
     a = (rng.integers(0, 40, 2 * 1500).astype(np.float32) - 20).reshape(2, 1500)
     for k in (3, 700):
         g.keep(*conftest.check_topk(g.queue, a, k, selector=sel, to_device=g.to_device))

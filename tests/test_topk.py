@@ -1,6 +1,8 @@
 """Top-k (MSD radix select) against numpy: every dtype, k at its boundaries, ties, NaN, clustered
-data, 1-D and 2-D, every route (unsorted, local-memory sort, global sort), 64-bit positions;
-work-group sizes, temporary memory, allocation failures, events, and wrong options refused."""
+data, 1-D and 2-D, every route (unsorted, local-memory sort, global sort), both paths (one
+work-group per row in one launch, and the multi-group passes), the adaptive re-read of clustered
+data, 64-bit positions; work-group sizes, temporary memory, allocation failures, events, and wrong
+options refused."""
 
 
 import numpy as np
@@ -18,81 +20,188 @@ from conftest import FailingAllocator, check_topk, poison, returns_within
 from reference import bits_of, compare_topk
 
 
+# The two paths of a call: "single" (one work-group per row, one launch: topk_single) and
+# "passes" (init, the digit passes over several work-groups per row, the route's ordering).
+PATHS = ["single", "passes"]
+
+
+def selector(ctx, path, **options):
+    """A Selector whose calls take ``path``; ``options``: its constructor's, or further TopkPolicy
+    fields (cand_cap) for its planner."""
+    public = {n: options.pop(n) for n in ("wg_size", "items_per_thread", "groups_per_cu",
+                                          "sort_size", "allocator") if n in options}
+    sel = clradix.Selector(ctx, **public)
+    sel.overrides.update(options, single_max=1 << 30 if path == "single" else 0)
+    return sel
+
+
+def traced_names(sel, queue, a, k, **kwargs):
+    """The kernels one call of ``sel`` enqueues, in order (after a first call that builds them)."""
+    sel.topk(queue, a, k, **kwargs)[2].wait()
+    sel.trace = []
+    sel.topk(queue, a, k, **kwargs)[2].wait()
+    names, sel.trace = [name for name, _ in sel.trace], None
+    return names
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", KEY_DTYPES, ids=str)
 @pytest.mark.parametrize("largest", [True, False], ids=["largest", "smallest"])
 @pytest.mark.parametrize("sorted_", [True, False], ids=["sorted", "unsorted"])
-def test_every_dtype(queue, rng, dtype, largest, sorted_):
+def test_every_dtype(ctx, queue, rng, dtype, largest, sorted_, path):
+    sel = selector(ctx, path)
     x = data.float_specials(rng, dtype, 5000)
     for k in (1, 7, 100, 4999, 5000):
-        check_topk(queue, x, k, largest, sorted_)
+        check_topk(queue, x, k, largest, sorted_, selector=sel)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dist", ["all_equal", "distinct16", "low_bits", "high_bits",
                                   "entropy_reduced", "sorted", "reverse_sorted"])
 @pytest.mark.parametrize("dtype", [np.uint32, np.float32, np.int64, np.float16], ids=str)
-def test_distributions(queue, rng, dist, dtype):
+def test_distributions(ctx, queue, rng, dist, dtype, path):
+    sel = selector(ctx, path)
     x = data.DISTRIBUTIONS[dist](rng, dtype, 3000)
     for k in (1, 64, 2999):
         for largest in (True, False):
-            check_topk(queue, x, k, largest)
+            check_topk(queue, x, k, largest, selector=sel)
 
 
-def test_k_at_digit_bucket_edges(queue, rng):
+@pytest.mark.parametrize("path", PATHS)
+def test_k_at_digit_bucket_edges(ctx, queue, rng, path):
     """k equal to, one below and one above the size of the top digit's buckets: the select
     stops early when a bucket is exactly what is still needed."""
-    x = rng.integers(0, 1 << 24, 20000).astype(np.uint32)
+    sel = selector(ctx, path)
+    x = rng.integers(0, 1 << 21, 20000).astype(np.uint32)
     top = rng.integers(0, 20000, 37)
-    x[top] = (np.uint32(0xFF) << 24) | rng.integers(0, 1 << 24, 37).astype(np.uint32)
+    x[top] = (np.uint32(0x7FF) << 21) | rng.integers(0, 1 << 21, 37).astype(np.uint32)
     x[top[:5]] = x[top[0]]                  # ties inside the top bucket
-    m = int((x >> 24 == 0xFF).sum())
+    m = int((x >> 21 == 0x7FF).sum())
     for k in (m - 1, m, m + 1, 2 * m):
         for sorted_ in (True, False):
-            check_topk(queue, x, k, True, sorted_)
+            check_topk(queue, x, k, True, sorted_, selector=sel)
 
 
-def test_boundary_lengths(queue, rng):
+@pytest.mark.parametrize("path", PATHS)
+def test_boundary_lengths(ctx, queue, rng, path):
+    sel = selector(ctx, path)
     for n in (1, 2, 3, 255, 256, 257, 2047, 2048, 2049, 4097):
         x = rng.standard_normal(n).astype(np.float32)
         for k in sorted({1, n // 2, n - 1, n} - {0}):
-            check_topk(queue, x, k)
+            check_topk(queue, x, k, selector=sel)
 
 
-def test_nan_counts_as_largest(queue):
+@pytest.mark.parametrize("path", PATHS)
+def test_nan_counts_as_largest(ctx, queue, path):
+    sel = selector(ctx, path)
     x = np.array([1.0, np.nan, 3.0, -np.nan, 2.0, np.inf, -0.0, 0.0, np.nan], np.float32)
-    values, indices = check_topk(queue, x, 4, largest=True)
+    values, indices = check_topk(queue, x, 4, largest=True, selector=sel)
     np.testing.assert_array_equal(indices.get(), [1, 3, 8, 5])
-    values, indices = check_topk(queue, x, 4, largest=False)
+    values, indices = check_topk(queue, x, 4, largest=False, selector=sel)
     np.testing.assert_array_equal(indices.get(), [6, 7, 0, 4])   # -0.0 == +0.0: by position
-    values, indices = check_topk(queue, x, 9, largest=False)
+    values, indices = check_topk(queue, x, 9, largest=False, selector=sel)
     np.testing.assert_array_equal(indices.get(), [6, 7, 0, 4, 2, 5, 1, 3, 8])
 
 
-def test_clustered_overflows_candidates(queue, rng):
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+def test_ties_at_the_pivot_zeros_and_nans(ctx, queue, rng, dtype, path):
+    """Many keys equal to the k-th (+0.0 and -0.0 mixed, which are equal; NaNs of both signs,
+    the largest): the smallest positions among them are selected, in position order."""
+    sel = selector(ctx, path)
+    n = 6000
+    x = rng.choice(np.array([-0.0, 0.0, 1.0, -1.0, np.nan, -np.nan, np.inf], dtype), n)
+    for k in (1, 500, 1700, 2999, n):
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                check_topk(queue, x, k, largest, sorted_, selector=sel)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_clustered_overflows_candidates(ctx, queue, rng, path):
     """Values sharing their top 20 bits: the pivot bucket is larger than the candidate buffer,
     so passes re-read the input instead of writing candidates."""
+    sel = selector(ctx, path)
     n = 100_000
     x = ((np.uint32(0xABCDE) << 12) | rng.integers(0, 1 << 12, n).astype(np.uint32))
     for k in (1, 1000, 60_000):
         for largest in (True, False):
-            check_topk(queue, x, k, largest)
+            check_topk(queue, x, k, largest, selector=sel)
     f = x.view(np.float32)
-    check_topk(queue, f, 1000)
+    check_topk(queue, f, 1000, selector=sel)
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.float32, np.uint64, np.int16], ids=str)
+def test_adaptive_reread(ctx, queue, rng, dtype):
+    """A candidate buffer far smaller than the pivot buckets (cand_cap): every pass re-reads the
+    rows instead of writing candidates; then buckets of exactly the capacity (written) and one
+    more (not written)."""
+    bits = np.dtype(dtype).itemsize * 8
+    n, rows = 30_000, 3
+    x = data.DISTRIBUTIONS["high_bits"](rng, dtype, rows * n).reshape(rows, n)
+    for cap in (16, 1000):
+        sel = selector(ctx, "passes", cand_cap=cap)
+        for k in (1, 777, n // 2):
+            for largest in (True, False):
+                check_topk(queue, x, k, largest, selector=sel)
+    if dtype not in (np.uint32, np.uint64):
+        return
+    # the top digit's bucket of the largest keys (digit 0x7FF) holds cap or cap + 1 keys
+    low = bits - 11
+    for cap, extra in ((64, 0), (64, 1)):
+        y = rng.integers(0, 1 << low, n, dtype=np.uint64)
+        hot = rng.choice(n, cap + extra, replace=False)
+        y[hot] |= np.uint64(0x7FF << low)
+        y = y.astype(dtype)
+        sel = selector(ctx, "passes", cand_cap=cap)
+        for k in (1, cap // 2, cap + extra):
+            check_topk(queue, y, k, True, selector=sel)
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64], ids=str)
-def test_rows(queue, rng, dtype):
+def test_rows(ctx, queue, rng, dtype, path):
+    sel = selector(ctx, path)
     x = data.float_specials(rng, dtype, 37 * 300).reshape(37, 300)
     x[3] = x[3, 0]                           # an all-equal row
     for k in (1, 5, 64, 299, 300):
         for sorted_ in (True, False):
-            check_topk(queue, x, k, True, sorted_)   # (37, k) outputs
+            check_topk(queue, x, k, True, sorted_, selector=sel)   # (37, k) outputs
 
 
-def test_rows_longer_than_tiles(queue, rng):
-    """Several work-groups per row and several rows at once."""
+def test_one_launch_batched_rows(ctx, queue, rng):
+    """Many short rows (the shape of per-token sampling): one launch of topk_single, no
+    temporary memory; the multi-group passes give the same results."""
+    x = rng.standard_normal((3000, 1024)).astype(np.float32)
+    x[7, 100:200] = x[7, 50]                 # ties at the pivot
+    x[8] = np.nan
+    a = cl_array.to_device(queue, x)
+    single = clradix.Selector(ctx)
+    single.overrides.update(single_max=1024)
+    for k, sorted_ in ((8, True), (8, False), (1, True)):
+        assert traced_names(single, queue, a, k, sorted=sorted_) == ["topk_single"]
+        assert single.temp_bytes(3000, 1024, k, np.float32, sorted=sorted_) == 0
+        check_topk(queue, x, k, True, sorted_, selector=single)
+    passes = selector(ctx, "passes")
+    names = traced_names(passes, queue, a, 8)
+    assert names[0] == "topk_init" and names[-1] == "topk_sort_rows"
+    assert len(names) == 2 + 3 + 1 + 1      # 3 key digits and 1 position digit, then the last
+    check_topk(queue, x, 8, selector=passes)
+    # one row of the largest planned length, and one key longer: the passes
+    for n, want in ((1024, ["topk_single"]), (1025, None)):
+        y = rng.standard_normal(n).astype(np.float32)
+        names = traced_names(single, queue, cl_array.to_device(queue, y), 100)
+        assert names == want if want else names[0] == "topk_init"
+        check_topk(queue, y, 100, selector=single)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_rows_longer_than_tiles(ctx, queue, rng, path):
+    """Several work-groups per row (several tiles of one group) and several rows at once."""
+    sel = selector(ctx, path)
     x = rng.standard_normal((3, 70_000)).astype(np.float32)
     for k in (1, 1000):
-        check_topk(queue, x, k)
+        check_topk(queue, x, k, selector=sel)
 
 
 @pytest.mark.parametrize("rows", [1, 5])
@@ -105,10 +214,11 @@ def test_global_sort_route(ctx, queue, rng, rows):
             check_topk(queue, x, k, largest, True, selector=sel)
 
 
-def test_64bit_positions(ctx, queue, rng, monkeypatch):
+@pytest.mark.parametrize("path", PATHS)
+def test_64bit_positions(ctx, queue, rng, monkeypatch, path):
     """The kernels with 64-bit positions and counters, forced at a small size."""
     monkeypatch.setattr(sizes, "INDEX32_LIMIT", 16)
-    sel = clradix.Selector(ctx)
+    sel = selector(ctx, path)
     x = rng.integers(0, 100, (2, 3000)).astype(np.uint16)
     for k in (1, 50, 3000):
         check_topk(queue, x, k, True, True, selector=sel)
@@ -133,7 +243,7 @@ def test_buffer_form_events_and_outputs(ctx, queue, rng):
 
 def test_poisoned_temporaries(ctx, queue, rng, poisoning_allocator):
     """Every temporary starts full of poison: nothing may depend on its old contents."""
-    sel = clradix.Selector(ctx, allocator=poisoning_allocator)
+    sel = selector(ctx, "passes", allocator=poisoning_allocator)
     x = rng.integers(0, 20, (3, 5000)).astype(np.int32)
     for k, sorted_ in ((1, True), (300, False), (3000, True)):
         check_topk(queue, x, k, True, sorted_, selector=sel)
@@ -175,8 +285,9 @@ def test_memory_pool_allocator(ctx, queue, rng):
         check_topk(queue, x, k, True, True, selector=sel)
 
 
-def test_many_tiles_per_group(ctx, queue, rng):
-    sel = clradix.Selector(ctx, items_per_thread=2, groups_per_cu=1)
+@pytest.mark.parametrize("path", PATHS)
+def test_many_tiles_per_group(ctx, queue, rng, path):
+    sel = selector(ctx, path, items_per_thread=2, groups_per_cu=1)
     x = rng.integers(0, 40, (3, 20000)).astype(np.int32)
     for k in (1, 5000, 20000):
         for sorted_ in (True, False):
@@ -243,14 +354,15 @@ class _Guarded:
                                       f"bytes (guard offsets {hit[:4]}...)")
 
 
-@pytest.mark.parametrize("wg", [256, 512, 1024])
-def test_work_group_sizes(ctx, queue, rng, wg):
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("wg", [64, 256, 512, 1024])
+def test_work_group_sizes(ctx, queue, rng, wg, path):
     """Every accepted wg_size: several rows at once (one tile, and several tiles per row), every
     route, with guard bytes around every temporary and output."""
     if wg > ctx.devices[0].max_work_group_size:
         pytest.skip(f"the device runs at most {ctx.devices[0].max_work_group_size} work-items")
     guarded = _Guarded(queue)
-    sel = clradix.Selector(ctx, wg_size=wg, allocator=guarded)
+    sel = selector(ctx, path, wg_size=wg, allocator=guarded)
     short = rng.standard_normal((5, 100)).astype(np.float32)
     long = data.distinct16(rng, np.float32, 3 * (2 * wg * 8 + 5)).reshape(3, -1)   # 3 tiles
     for x, k, sorted_ in ((short, 1, True), (short, 5, True), (short, 5, False),
@@ -293,7 +405,7 @@ class _Counting:
 def test_temp_bytes_is_what_a_call_allocates(ctx, queue, rng, route, rows):
     """A call asks its allocator for Selector.temp_bytes in all (each temporary once), and the
     pool holds no more than those requests."""
-    sel = clradix.Selector(ctx, sort_size=4 if route == "global" else None)
+    sel = selector(ctx, "passes", sort_size=4 if route == "global" else None)
     x = rng.standard_normal((rows, 5000)).astype(np.float32)
     k, sorted_ = (40, False) if route == "direct" else (40, True)
     values_out = cl_array.empty(queue, (rows, k), np.float32)
@@ -348,6 +460,8 @@ def test_temp_bytes_refuses_what_topk_refuses(ctx, monkeypatch):
     with pytest.raises(TypeError, match="unsupported key dtype"):
         sel.temp_bytes(2, 10, 1, np.complex64)
     assert sel.temp_bytes(0, 10, 5) == sel.temp_bytes(3, 0, 0) == sel.temp_bytes(3, 10, 0) == 0
+    assert sel.temp_bytes(np.int64(2), np.int32(10), np.uint8(3)) == 0    # one launch
+    sel.overrides.update(single_max=0)
     assert sel.temp_bytes(np.int64(2), np.int32(10), np.uint8(3)) > 0
     # a pure size query (cl.Program and cl.Kernel refuse above), the global-sort route too
     sel = clradix.Selector(ctx, sort_size=4)
@@ -371,8 +485,8 @@ def test_failed_allocation_is_a_memory_error_and_changes_nothing(ctx, queue, rng
                                             (1, True, "temporary memory", False, 2500)):
         failing = FailingAllocator(queue, how, ok)
         # k = 2500: the global-sort route, whose radix sort allocates after the passes
-        sel = clradix.Selector(ctx, allocator=failing if on_selector else None,
-                               sort_size=4 if k > 50 else None)
+        sel = selector(ctx, "passes", allocator=failing if on_selector else None,
+                       sort_size=4 if k > 50 else None)
         outs = {}
         if given:
             outs = dict(values_out=cl_array.empty(queue, (2, k), np.float32),
@@ -416,8 +530,8 @@ def test_axis_is_the_last_one_as_an_int(queue):
 
 
 @pytest.mark.parametrize("options,error,match", [
-    (dict(wg_size=128), ValueError, "wg_size must be a power of two >= 256"),
-    (dict(wg_size=384), ValueError, "wg_size must be a power of two >= 256"),
+    (dict(wg_size=32), ValueError, "wg_size must be a power of two from 64 to 2048"),
+    (dict(wg_size=384), ValueError, "wg_size must be a power of two from 64 to 2048"),
     (dict(wg_size=256.0), TypeError, "wg_size must be an integer"),
     (dict(wg_size=True), TypeError, "wg_size must be an integer"),
     (dict(wg_size=1 << 20), ValueError, "exceeds the largest work-group"),
