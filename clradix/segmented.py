@@ -39,7 +39,7 @@ from .digit_passes import digit_passes, stream
 from .driver import Driver, WorkGroupLimitError, check_wg_limits
 from .keys import VALUE_CL_TYPES
 from .memory import checked_allocator
-from .policy import SEGMENTS_PER_GROUP_MAX, SegmentPolicy, plan_segments, pow2_floor
+from .policy import SEGMENTS_PER_GROUP_MAX, plan_segments, pow2_floor
 from .sizes import index_type, round_up
 
 RADIX = 256
