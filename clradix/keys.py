@@ -5,9 +5,10 @@ integer of the same width whose unsigned order is the order numpy's stable sort 
 
 - unsigned integers: the bits themselves;
 - signed integers: the bits with the sign bit flipped;
-- IEEE floats (and bfloat16, when the optional ml_dtypes package is installed): positive values get the sign bit set, negative values have all bits inverted, every
-  NaN (any sign, any payload) becomes all ones (after +inf), and -0.0 becomes +0.0, so the two zeros
-  compare equal and keep their input order.
+- IEEE floats (and bfloat16, with the optional ml_dtypes package): positive values get the sign
+  bit set, negative values have all bits inverted, every NaN (any sign, any payload) becomes all
+  ones (after +inf), and -0.0 becomes +0.0, so the two zeros compare equal and keep their input
+  order.
 
 The float map is not injective (NaNs and the two zeros collapse), so clradix never stores order keys:
 keys travel through the sort in their own bits and the order key is computed in registers each time

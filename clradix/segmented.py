@@ -201,7 +201,8 @@ class SegmentedSort(Driver):
         blkmap, counts = alloc(blocks * ib), alloc(RADIX * blocks * ib)
         evt = self._traced("seg_map", self.map(queue, (round_up(blocks, wg),), (wg,), info, lblk,
                                                blkmap, wait_for=evt_list))
-        passes = digit_passes(8, job.begin_bit, job.end_bit)
+        # (no bit to sort by: argsort's positions come from one pass by no bit, the identity)
+        passes = digit_passes(8, job.begin_bit, job.end_bit) or [(job.begin_bit, 0)]
         in_place = (job.keys_out is not None and job.keys_in[0] is job.keys_out[0]
                     and job.keys_in[1] == job.keys_out[1])
         if in_place and len(passes) % 2:
@@ -325,18 +326,15 @@ def segment_offsets(segments, ctx, queue, n):
                         "Array of int32 or int64 offsets (cl_array.Array(queue, "
                         "(num_segments + 1,), np.int32, data=buffer))")
     host = np.asarray(segments)
-    if host.dtype == object or host.dtype.kind not in "iu" and host.size:
-        raise TypeError(f"segments: expected int32 or int64 offsets, got {host.dtype}")
-    if host.size == 0 and host.dtype.kind not in "iu":
-        host = host.astype(np.int64)
-    if host.dtype not in _OFFSET_TYPES:
-        if host.dtype.kind in "iu" and not isinstance(segments, np.ndarray):
-            host = host.astype(np.int64)   # a sequence of Python ints
-        else:
-            _offset_type(host.dtype)
-    if host.ndim != 1 or host.size < 1:
-        raise ValueError(f"segments: expected num_segments + 1 offsets in a 1-D array, got shape "
+    if not isinstance(segments, np.ndarray) and (host.dtype.kind in "iu" or host.size == 0):
+        host = host.astype(np.int64)   # a sequence of Python ints
+    _offset_type(host.dtype)
+    if host.ndim != 1:
+        raise ValueError(f"segments: expected a 1-D array of num_segments + 1 offsets, got shape "
                          f"{host.shape}")
+    if host.size < 1:
+        raise ValueError("segments: expected num_segments + 1 offsets (at least one), got an "
+                         "empty array")
     if host[0] < 0 or host[-1] > n:
         raise ValueError(f"segments: offsets must lie in [0, n={n}], got first {host[0]} and last "
                          f"{host[-1]}")
