@@ -441,7 +441,8 @@ void seg_count(__global const KEY_T* restrict keys, ulong keys_off,
 
 /* Work-group r, for large segment r: its blocks' counts (digit-major, B blocks from g0) become
    where each block's keys of each digit go: the segment's first key plus the keys before them
-   in (digit, block) order. Each work-item rakes a contiguous run of the m = RADIX * B entries. */
+   in (digit, block) order. Each work-item rakes the entries of its digits (a contiguous run of
+   the digit-major order; no division by B, which oclgrind's checker cannot follow). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void seg_scan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T row_len,
               __global const INDEX_T* restrict info, __global const INDEX_T* restrict large,
@@ -457,20 +458,21 @@ void seg_scan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T
     const INDEX_T first = seg_bound(offsets, row_len, large[r]);
     const INDEX_T g0 = lblk[r];
     const INDEX_T nb = lblk[r + 1] - g0;
-    const INDEX_T m = RADIX * nb;
-    const INDEX_T per = (m + WG - 1) / WG;
-    const INDEX_T xb = min((INDEX_T)lid * per, m);
-    const INDEX_T xe = min(xb + per, m);
+    const uint d0 = min(lid * ${-(-RADIX // wg)}u, (uint)RADIX);
+    const uint d1 = min(d0 + ${-(-RADIX // wg)}u, (uint)RADIX);
     INDEX_T sum = 0;
-    for (INDEX_T x = xb; x < xe; ++x)
-        sum += counts[(x / nb) * grid + g0 + x % nb];
+    for (uint d = d0; d < d1; ++d)
+        for (INDEX_T b = 0; b < nb; ++b)
+            sum += counts[(INDEX_T)d * grid + g0 + b];
     INDEX_T total;
     INDEX_T run = first + wg_scan_index(sum, scratch, lid, &total);
-    for (INDEX_T x = xb; x < xe; ++x) {
-        const INDEX_T at = (x / nb) * grid + g0 + x % nb;
-        const INDEX_T c = counts[at];
-        counts[at] = run;
-        run += c;
+    for (uint d = d0; d < d1; ++d) {
+        for (INDEX_T b = 0; b < nb; ++b) {
+            const INDEX_T at = (INDEX_T)d * grid + g0 + b;
+            const INDEX_T c = counts[at];
+            counts[at] = run;
+            run += c;
+        }
     }
 }
 

@@ -10,7 +10,6 @@ import pytest
 import clradix
 from clradix.keys import KEY_DTYPES, key_codec
 
-from conftest import poison
 from data import float_specials
 from reference import ref_argsort, ref_topk
 
@@ -55,23 +54,24 @@ def ref_segments(keys, offsets, descending=False, begin_bit=0, end_bit=None):
 
 
 def check_segments(queue, sorter, keys, offsets, op="keys", *, values=None, descending=False,
-                   begin_bit=0, end_bit=None, offsets_dtype=np.int32, on_device=True):
+                   begin_bit=0, end_bit=None, offsets_dtype=np.int32, on_device=True,
+                   to_device=None):
     """Sort (``op`` "keys" / "pairs") or argsort each segment of ``keys`` and compare bit for bit
-    with numpy; keys, values and indices outside every segment must keep their bytes."""
+    with numpy; keys, values and indices outside every segment must keep their bytes.
+    ``to_device`` copies a host array to the device (default: ``cl_array.to_device``)."""
+    to_device = to_device or (lambda a: cl_array.to_device(queue, a))
     n = keys.size
     what = f"{op} of {n} {keys.dtype} keys in {len(offsets) - 1} segments" + (
         " descending" if descending else "")
     orders = ref_segments(keys, offsets, descending, begin_bit, end_bit)
     offs = np.asarray(offsets, dtype=offsets_dtype)
-    seg = cl_array.to_device(queue, offs) if on_device else offs
-    d_keys = cl_array.to_device(queue, keys)
+    seg = to_device(offs) if on_device else offs
+    d_keys = to_device(keys)
     bits = dict(begin_bit=begin_bit, end_bit=end_bit)
     full = (begin_bit, end_bit) in ((0, None), (0, key_codec(keys.dtype).bits))
     if op == "argsort":
-        out = cl_array.empty(queue, n, np.uint32)
-        if n:
-            poison(queue, out.base_data)
-        before = out.get()
+        before = np.full(n, 0xA5A5A5A5, np.uint32)   # poison: what no kernel may leave behind
+        out = to_device(before)
         idx, evt = sorter.argsort(queue, d_keys, segments=seg, descending=descending, out=out,
                                   **bits)
         evt.wait()
@@ -88,7 +88,7 @@ def check_segments(queue, sorter, keys, offsets, op="keys", *, values=None, desc
         return
     d_vals = None
     if op == "pairs":
-        d_vals = cl_array.to_device(queue, values)
+        d_vals = to_device(values)
     evt = sorter.sort(queue, d_keys, segments=seg, values=d_vals, descending=descending, **bits)
     evt.wait()
     expect = keys.copy()
