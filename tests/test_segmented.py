@@ -113,7 +113,9 @@ def test_every_dtype(queue, small_sorter, rng, dtype):
     offsets, n = uneven_offsets(rng)
     keys = float_specials(rng, dtype, n)
     check_segments(queue, small_sorter, keys, offsets)
-    check_segments(queue, small_sorter, keys, offsets, descending=True, offsets_dtype=np.int64)
+    # (int64 offsets for a few types only: each combination is a kernel build)
+    wide = np.int64 if dtype.name in ("uint8", "float64", "int32") else np.int32
+    check_segments(queue, small_sorter, keys, offsets, descending=True, offsets_dtype=wide)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint8"])
