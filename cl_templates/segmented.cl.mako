@@ -28,6 +28,7 @@
     MAX_SPG = 256
     iota_ok = value_t in ("uint", "ulong")
     unroll = "    #pragma unroll" if backend == "ptx" else ""
+    unroll_at = lambda pad: (" " * pad + "#pragma unroll") if backend == "ptx" else ""
     assert wg % sg_size == 0 and sg_size <= 32
     assert TILE < 65536, "tile positions are kept in ushort and ranks share a word with digits"
 %>
@@ -104,10 +105,11 @@ static inline VALUE_T seg_value(__global const VALUE_T* vals, INDEX_T i, INDEX_T
 /* Stable placement of the tile by the digits dig[i] (RADIX for padding): rank inside the
    subgroup with match masks (peers with the same digit, in lane order, one round per item),
    scan the subgroup counters digit-major, move keys and source slots to local memory in digit
-   order. Afterwards lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit
-   is below d. Every work-item must call it; it ends with a barrier. */
+   order (the source slots only with `track`: values, or a pass by segment, follow). Afterwards
+   lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit is below d. Every
+   work-item must call it; it ends with a barrier. */
 static inline void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
-                         __private uint dig[IPT], uint valid, __local KEY_T* lkeys,
+                         __private uint dig[IPT], uint valid, uint track, __local KEY_T* lkeys,
                          __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
                          __local uint* lscan, uint w, uint lane, uint lid)
 {
@@ -148,7 +150,8 @@ ${unroll}
         if (di < RADIX) {
             const uint dest = lcount[w * RADIX + di] + (dig[i] >> 16);
             lkeys[dest] = k[i];
-            lsrc[dest] = src[i];
+            if (track)
+                lsrc[dest] = src[i];
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -170,14 +173,15 @@ ${unroll}
 /* the items back from local memory after place(), in slot order */
 static inline void reload_slots(__private KEY_T k[IPT], __private ushort src[IPT],
                                 __local const KEY_T* lkeys, __local const ushort* lsrc,
-                                uint valid, uint w, uint lane)
+                                uint valid, uint track, uint w, uint lane)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = SLOT(i);
         if (j < valid) {
             k[i] = lkeys[j];
-            src[i] = lsrc[j];
+            if (track)
+                src[i] = lsrc[j];
         }
     }
 }
@@ -212,26 +216,30 @@ static inline void sort_run(${common.stream_params(value_t, 28, restrict=False) 
     ushort src[IPT];
     uint dig[IPT];
     load_slots(k, src, keys_in, base, valid, w, lane);
+    const uint track = ${1 if value_t else 0} || b - a > 1;
     uint placed = 0;
     for (uint shift = begin_bit; shift < end_bit; shift += 8) {
         const uint mask = (1u << min(8u, end_bit - shift)) - 1u;
         if (placed)
-            reload_slots(k, src, lkeys, lsrc, valid, w, lane);
+            reload_slots(k, src, lkeys, lsrc, valid, track, w, lane);
+${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
             dig[i] = SLOT(i) < valid ? digit_of(k[i], shift, mask, flip) : RADIX;
-        place(k, src, dig, valid, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+        place(k, src, dig, valid, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
         placed = 1;
     }
     if (b - a > 1) {
         /* the run sorted by key: one stable pass by segment puts each key in its segment */
         if (placed)
-            reload_slots(k, src, lkeys, lsrc, valid, w, lane);
+            reload_slots(k, src, lkeys, lsrc, valid, track, w, lane);
+${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
             dig[i] = SLOT(i) < valid ? run_segment(lofs, a, b, base + src[i]) - a : RADIX;
-        place(k, src, dig, valid, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+        place(k, src, dig, valid, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
         placed = 1;
     }
     if (!placed) {   /* no bit to sort by (argsort of an empty bit range): the identity */
+${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i) {
             if (SLOT(i) < valid) {
                 lkeys[SLOT(i)] = k[i];
@@ -242,6 +250,7 @@ static inline void sort_run(${common.stream_params(value_t, 28, restrict=False) 
     }
 % if value_t:
     VALUE_T v[IPT];
+${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid) {
@@ -251,6 +260,7 @@ static inline void sort_run(${common.stream_params(value_t, 28, restrict=False) 
     }
 % endif
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid) {
@@ -337,38 +347,43 @@ void seg_plan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T
     const INDEX_T per = (num_segments + WG - 1) / WG;
     const INDEX_T b = min((INDEX_T)lid * per, num_segments);
     const INDEX_T e = min(b + per, num_segments);
+    /* one read of each bound: the check (offsets non-decreasing, in [0, n]) and the counts */
     uint bad = 0;
-    if (check) {
-        if (lid == 0)
-            bad = (long)offsets[0] < 0 || (long)offsets[num_segments] > (long)n;
-        for (INDEX_T s = b; s < e; ++s)
-            bad |= (long)offsets[s + 1] < (long)offsets[s];
-    }
-    bad = wg_any(&lflag, bad);
     INDEX_T nl = 0, nb = 0;
-    if (!bad) {
+    if (check && lid == 0)
+        bad = (long)offsets[0] < 0 || (long)offsets[num_segments] > (long)n;
+    if (b < e) {
+        long prev = check ? (long)offsets[b] : (long)seg_bound(offsets, row_len, b);
         for (INDEX_T s = b; s < e; ++s) {
-            const INDEX_T len = seg_bound(offsets, row_len, s + 1) - seg_bound(offsets, row_len, s);
-            if (len > TILE) {
+            const long next = check ? (long)offsets[s + 1]
+                                    : (long)seg_bound(offsets, row_len, s + 1);
+            bad |= next < prev;
+            if (next - prev > TILE) {
                 nl += 1;
-                nb += seg_blocks(len, max_blocks);
+                nb += seg_blocks((INDEX_T)(next - prev), max_blocks);
             }
+            prev = next;
         }
     }
+    bad = wg_any(&lflag, bad);
     INDEX_T total_l, total_b;
     INDEX_T rl = wg_scan_index(nl, scratch, lid, &total_l);
     INDEX_T rb = wg_scan_index(nb, scratch, lid, &total_b);
-    if (!bad) {
+    if (!bad && nl) {
+        INDEX_T prev = seg_bound(offsets, row_len, b);
         for (INDEX_T s = b; s < e; ++s) {
-            const INDEX_T len = seg_bound(offsets, row_len, s + 1) - seg_bound(offsets, row_len, s);
-            if (len > TILE) {
+            const INDEX_T next = seg_bound(offsets, row_len, s + 1);
+            if (next - prev > TILE) {
                 large[rl] = s;
                 lblk[rl] = rb;
                 rl += 1;
-                rb += seg_blocks(len, max_blocks);
+                rb += seg_blocks(next - prev, max_blocks);
             }
+            prev = next;
         }
     }
+    if (bad)
+        total_l = total_b = 0;
     if (lid == 0) {
         info[0] = bad;
         info[1] = total_l;
@@ -514,9 +529,12 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
         ushort src[IPT];
         uint dig[IPT];
         load_slots(k, src, keys_in, base, valid, w, lane);
+${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
             dig[i] = SLOT(i) < valid ? digit_of(k[i], shift, digit_mask, flip) : RADIX;
-        place(k, src, dig, valid, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+        place(k, src, dig, valid, ${1 if value_t else 0}, lkeys, lsrc, lcount, lsg, lscan, w,
+              lane, lid);
+${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i) {
             const uint j = i * WG + lid;
             if (j < valid) {
