@@ -15,7 +15,8 @@
 ##                 the segment's digit-major count table (from the segment's start), blocks rank
 ##                 each of their tiles in local memory and write its digit runs out.
 ## Invalid offsets (seg_plan sets info[0]) make every kernel of the call return at once.
-## The steps are static inline functions (see onesweep.cl.mako for why static).
+## The steps are static inline functions (see onesweep.cl.mako for why static); those taking the
+## tile's private arrays are always inlined (STEP).
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), wg, ipt, value_t (None for
 ## keys only), index_t ("uint" below 2**31 keys, else "ulong"), off_t (the offsets' type: "int" or
@@ -46,6 +47,10 @@ ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, 8, wg, i
 #define SG ${sg_size}
 #define NW ${NW}
 #define MAX_SPG ${MAX_SPG}
+/* the steps that take the tile's private arrays: always inlined, so that the arrays stay in
+   registers (clang leaves a large static inline function called from several places a call,
+   and its arrays in memory) */
+#define STEP static inline __attribute__((always_inline))
 % if backend in ("khr", "intel"):
 #define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
 % else:
@@ -108,7 +113,7 @@ static inline VALUE_T seg_value(__global const VALUE_T* vals, INDEX_T i, INDEX_T
    order (the source slots only with `track`: values, or a pass by segment, follow). Afterwards
    lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit is below d. Every
    work-item must call it; it ends with a barrier. */
-static inline void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
+STEP void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
                          __private uint dig[IPT], uint valid, uint track, __local KEY_T* lkeys,
                          __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
                          __local uint* lscan, uint w, uint lane, uint lid)
@@ -158,7 +163,7 @@ ${unroll}
 }
 
 /* the tile's first `valid` keys from global memory, in slot order; src[i] is the slot */
-static inline void load_slots(__private KEY_T k[IPT], __private ushort src[IPT],
+STEP void load_slots(__private KEY_T k[IPT], __private ushort src[IPT],
                               __global const KEY_T* keys, INDEX_T base, uint valid, uint w,
                               uint lane)
 {
@@ -171,7 +176,7 @@ ${unroll}
 }
 
 /* the items back from local memory after place(), in slot order */
-static inline void reload_slots(__private KEY_T k[IPT], __private ushort src[IPT],
+STEP void reload_slots(__private KEY_T k[IPT], __private ushort src[IPT],
                                 __local const KEY_T* lkeys, __local const ushort* lsrc,
                                 uint valid, uint track, uint w, uint lane)
 {
@@ -204,7 +209,7 @@ static inline uint run_segment(__local const INDEX_T* lofs, uint a, uint b, INDE
 /* One run: segments [a, b) of the work-group (bounds lofs[a..b], together at most TILE keys)
    sorted in local memory and written out. Keys and values are read before anything is written,
    so the output may be the input (in place). */
-static inline void sort_run(${common.stream_params(value_t, 28, restrict=False) | trim}
+STEP void sort_run(${common.stream_params(value_t, 28, restrict=False) | trim}
                             __local const INDEX_T* lofs, uint a, uint b, uint begin_bit,
                             uint end_bit, KEY_T flip, uint write_keys, __local KEY_T* lkeys,
                             __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
