@@ -395,9 +395,11 @@ _SEGMENT_DEFAULTS = {
     # the tile to fit 48 KiB. Not measured yet on a GPU: the starting point for autotuning.
     "nvidia": SegmentPolicy(256, 16, "ptx", 32, 256, 0),
     "gpu": SegmentPolicy(256, 16, None, None, 256, 0),
-    # CPUs (PoCL): smaller work-groups cost fewer emulated subgroup rounds per key (PoCL, 2
-    # cores: 2048 rows of 1024 float32 keys, 128 x 8 against 256 x 16 tiles: see README).
-    "cpu": SegmentPolicy(128, 8, None, None, 64, 0),
+    # CPUs (PoCL 3.1, 2 shared cores, emulated subgroups; 2026-11-23, best of 3, float32 rows):
+    # 256 x 16 against 128 x 8: 1024 x 1024 rows 103 / 78 ms, 4096 x 64 36 / 34 ms, 256 x 4096
+    # 47 / 133 ms (rows past a 1024-key tile go through the digit passes), 64 x 16384 184 / 169
+    # ms: the larger tile keeps more segment lengths in local memory.
+    "cpu": SegmentPolicy(256, 16, None, None, 64, 0),
 }
 
 
