@@ -431,14 +431,15 @@ static inline void block_range(__global const OFF_T* offsets, INDEX_T row_len,
     *hi = min(*lo + span, end);
 }
 
-/* counts[d * grid + g] = keys of digit d in block g */
+/* counts[g * RADIX + d] = keys of digit d in block g (block-major: coalesced here, in seg_scan
+   and in seg_scatter) */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void seg_count(__global const KEY_T* restrict keys, ulong keys_off,
                __global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T row_len,
                __global const INDEX_T* restrict info, __global const INDEX_T* restrict large,
                __global const INDEX_T* restrict lblk, __global const INDEX_T* restrict blkmap,
-               __global INDEX_T* restrict counts, INDEX_T grid, uint max_blocks, uint shift,
-               uint digit_mask, KEY_T flip)
+               __global INDEX_T* restrict counts, uint max_blocks, uint shift, uint digit_mask,
+               KEY_T flip)
 {
     __local uint hist[RADIX];
     const uint lid = get_local_id(0);
@@ -456,18 +457,17 @@ void seg_count(__global const KEY_T* restrict keys, ulong keys_off,
         atomic_inc(&hist[digit_of(keys[i], shift, digit_mask, flip)]);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += WG)
-        counts[(INDEX_T)d * grid + g] = hist[d];
+        counts[g * RADIX + d] = hist[d];
 }
 
-/* Work-group r, for large segment r: its blocks' counts (digit-major, B blocks from g0) become
+/* Work-group r, for large segment r: its blocks' counts (B blocks from g0) become
    where each block's keys of each digit go: the segment's first key plus the keys before them
    in (digit, block) order. Each work-item rakes the entries of its digits (a contiguous run of
    the digit-major order; no division by B, which oclgrind's checker cannot follow). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void seg_scan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T row_len,
               __global const INDEX_T* restrict info, __global const INDEX_T* restrict large,
-              __global const INDEX_T* restrict lblk, __global INDEX_T* restrict counts,
-              INDEX_T grid)
+              __global const INDEX_T* restrict lblk, __global INDEX_T* restrict counts)
 {
     __local INDEX_T scratch[WG];
     const uint lid = get_local_id(0);
@@ -483,12 +483,12 @@ void seg_scan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T
     INDEX_T sum = 0;
     for (uint d = d0; d < d1; ++d)
         for (INDEX_T b = 0; b < nb; ++b)
-            sum += counts[(INDEX_T)d * grid + g0 + b];
+            sum += counts[(g0 + b) * RADIX + d];
     INDEX_T total;
     INDEX_T run = first + wg_scan_index(sum, scratch, lid, &total);
     for (uint d = d0; d < d1; ++d) {
         for (INDEX_T b = 0; b < nb; ++b) {
-            const INDEX_T at = (INDEX_T)d * grid + g0 + b;
+            const INDEX_T at = (g0 + b) * RADIX + d;
             const INDEX_T c = counts[at];
             counts[at] = run;
             run += c;
@@ -503,7 +503,7 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
                  __global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T row_len,
                  __global const INDEX_T* restrict info, __global const INDEX_T* restrict large,
                  __global const INDEX_T* restrict lblk, __global const INDEX_T* restrict blkmap,
-                 __global const INDEX_T* restrict counts, INDEX_T grid, uint max_blocks,
+                 __global const INDEX_T* restrict counts, uint max_blocks,
                  uint shift, uint digit_mask, KEY_T flip, uint write_keys)
 {
     __local KEY_T lkeys[TILE];
@@ -527,7 +527,7 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
     INDEX_T first, lo, hi;
     block_range(offsets, row_len, large, lblk, blkmap, g, max_blocks, &first, &lo, &hi);
     for (uint d = lid; d < RADIX; d += WG)
-        lrun[d] = counts[(INDEX_T)d * grid + g];
+        lrun[d] = counts[g * RADIX + d];
     for (INDEX_T base = lo; base < hi; base += TILE) {
         const uint valid = (uint)min((INDEX_T)TILE, hi - base);
         KEY_T k[IPT];

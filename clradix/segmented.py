@@ -98,13 +98,12 @@ class SegmentedSort(Driver):
                                              None])
         self.map = cl.Kernel(self.program, "seg_map")
         k["seg_count"].set_scalar_arg_dtypes(
-            [None, ulong, None, ulong, idx, None, None, None, None, None, idx, uint, uint, uint,
+            [None, ulong, None, ulong, idx, None, None, None, None, None, uint, uint, uint,
              key_np])
-        k["seg_scan"].set_scalar_arg_dtypes([None, ulong, idx, None, None, None, None, idx])
+        k["seg_scan"].set_scalar_arg_dtypes([None, ulong, idx, None, None, None, None])
         k["seg_scatter"].set_scalar_arg_dtypes(
             [None, ulong, None, ulong] + vals
-            + [None, ulong, idx, None, None, None, None, None, idx, uint, uint, uint, key_np,
-               uint])
+            + [None, ulong, idx, None, None, None, None, None, uint, uint, uint, key_np, uint])
 
     # ------------------------------------------------------------------ sizes
 
@@ -155,13 +154,16 @@ class SegmentedSort(Driver):
         wg, ib, idx = pol.wg_size, self.index_bytes, self.index_np
         n, nseg = job.n, job.num_segments
         flip = self.codec.flip(job.descending)
-        offs, offs_off = job.offsets if job.offsets is not None else (job.keys_in[0], 0)
         large, blocks = self.shape(pol, n, nseg, job.row_len)
         evt_list = wait or None
         evt = None
         info = job.keys_in[0]   # any buffer where no kernel reads it
         if large or job.check:
             info = alloc(4 * ib)
+        # rows have no offsets: the kernels get a buffer they do not read (not the keys, which
+        # the digit passes' restrict parameters must not alias)
+        offs, offs_off = job.offsets if job.offsets is not None else (info, 0)
+        if large or job.check:
             large_list, lblk = alloc(max(large, 1) * ib), alloc((large + 1) * ib)
             evt = self._traced("seg_plan", self.kernels["seg_plan"](
                 queue, (wg,), (wg,), offs, offs_off, nseg, n, job.row_len, int(job.check),
@@ -219,11 +221,11 @@ class SegmentedSort(Driver):
             (kin, kin_off), kout = key_io[p]
             evt = self._traced(f"seg_count {p}", self.kernels["seg_count"](
                 queue, (blocks * wg,), (wg,), kin, kin_off, offs, offs_off, job.row_len, info,
-                large_list, lblk, blkmap, counts, blocks, pol.blocks_per_segment, shift, mask,
-                flip, wait_for=[evt]))
+                large_list, lblk, blkmap, counts, pol.blocks_per_segment, shift, mask, flip,
+                wait_for=[evt]))
             evt = self._traced(f"seg_scan {p}", self.kernels["seg_scan"](
                 queue, (large * wg,), (wg,), offs, offs_off, job.row_len, info, large_list, lblk,
-                counts, blocks, wait_for=[evt]))
+                counts, wait_for=[evt]))
             kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
             vals = []
             if val_io is not None:
@@ -233,7 +235,7 @@ class SegmentedSort(Driver):
                 vals = [vin_buf, vin_off, vout, vout_off, int(iota)]
             evt = self._traced(f"seg_scatter {p}", self.kernels["seg_scatter"](
                 queue, (blocks * wg,), (wg,), kin, kin_off, kout_buf, kout_off, *vals, offs,
-                offs_off, job.row_len, info, large_list, lblk, blkmap, counts, blocks,
+                offs_off, job.row_len, info, large_list, lblk, blkmap, counts,
                 pol.blocks_per_segment, shift, mask, flip, int(kout is not None),
                 wait_for=[evt]))
         return evt
