@@ -69,6 +69,22 @@ ${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
                       at="(x % NW) * RADIX + x / NW")}
 ${common.wg_any_fn()}
 ${common.sg_primitives(backend, sg_size, wg, 9)}
+% if backend == "ptx":
+/* sg_match for a round without padding: digits below RADIX need one ballot per digit bit */
+inline uint sg_match_digits(uint d)
+{
+    uint m = 0xffffffffu;
+%   for b in range(8):
+    {
+        uint bal;
+        asm("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
+            : "=r"(bal) : "r"(d & ${1 << b}u));
+        m &= (d & ${1 << b}u) ? bal : ~bal;
+    }
+%   endfor
+    return m;
+}
+% endif
 
 /* the first key of segment s (and the end of segment s - 1) */
 static inline INDEX_T seg_bound(__global const OFF_T* offsets, INDEX_T row_len, INDEX_T s)
@@ -128,7 +144,12 @@ ${unroll}
             break;   /* the subgroup's remaining items are padding (uniform in the subgroup) */
 % endif
         const uint d = dig[i];
+% if backend == "ptx":
+        const uint peers = w * (SG * IPT) + i * SG + SG <= valid ? sg_match_digits(d)
+                                                                 : sg_match(d, lsg);
+% else:
         const uint peers = sg_match(d, lsg);
+% endif
         const uint before = peers & sg_lt_mask();
 % if backend == "ptx":
         /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
