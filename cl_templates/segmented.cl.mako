@@ -6,10 +6,10 @@
 ##                 8-bit digit passes ranked with subgroup match masks (as onesweep's ranking),
 ##                 then, for a run of several segments, one stable pass by segment; one write.
 ##                 Longer segments are left to the passes below.
-##   seg_plan    - one work-group: checks the offsets (non-decreasing, within [0, n]), lists the
-##                 segments longer than a tile ("large") and the blocks (work-groups) each gets:
-##                 min(its tiles, max_blocks), each block walking consecutive tiles.
-##   seg_map     - block -> its large segment.
+##   seg_plan    - one work-item per segment: checks the offsets (non-decreasing, within [0, n]),
+##                 lists the segments longer than a tile ("large") and the blocks (work-groups)
+##                 each gets, min(its tiles, max_blocks), each block walking consecutive tiles,
+##                 and maps blocks to segments.
 ##   seg_count, seg_scan, seg_scatter - one digit pass of reduce-then-scan inside every large
 ##                 segment at once: blocks count their digits, one work-group per segment scans
 ##                 the segment's digit-major count table (from the segment's start), blocks rank
@@ -35,6 +35,11 @@
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#define INDEX_ADD atom_add
+#define INDEX_XCHG atom_xchg
+% else:
+#define INDEX_ADD atomic_add
+#define INDEX_XCHG atomic_xchg
 % endif
 % if backend == "khr":
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
@@ -356,84 +361,48 @@ void seg_local(${common.stream_params(value_t, 15, restrict=False) | trim}
     }
 }
 
-/* info[0]: the offsets are invalid (then nothing is sorted); info[1]: L, the segments longer
-   than a tile; info[2]: their blocks in all. large[r]: the r-th of them, lblk[r]: its first
-   block (lblk[L] = info[2]). One work-group; each work-item rakes a contiguous run of
-   segments. */
+/* Work-item s checks segment s (0 <= offsets[s] <= offsets[s + 1] <= n; a failed check sets
+   info[0], and every later kernel of the call returns at once) and, for a segment longer than
+   a tile, appends it to the large list: r = info[1]++, large[r] = s, its blocks start at
+   lblk[r] = (info[2] += its blocks), and blkmap[g] = r for each of them. The order of the list
+   is the order of the atomics (it only decides which work-groups sort which segment). lcap and
+   gcap bound the list and the blocks (reached only by offsets that fail the check somewhere). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void seg_plan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T num_segments,
               INDEX_T n, INDEX_T row_len, uint check, uint max_blocks,
               __global INDEX_T* restrict info, __global INDEX_T* restrict large,
-              __global INDEX_T* restrict lblk)
+              __global INDEX_T* restrict lblk, __global INDEX_T* restrict blkmap, INDEX_T lcap,
+              INDEX_T gcap)
 {
-    __local INDEX_T scratch[WG];
-    __local uint lflag;
-    const uint lid = get_local_id(0);
+    const INDEX_T s = get_global_id(0);
     offsets += offsets_off;
-    const INDEX_T per = (num_segments + WG - 1) / WG;
-    const INDEX_T b = min((INDEX_T)lid * per, num_segments);
-    const INDEX_T e = min(b + per, num_segments);
-    /* one read of each bound: the check (offsets non-decreasing, in [0, n]) and the counts */
-    uint bad = 0;
-    INDEX_T nl = 0, nb = 0;
-    if (check && lid == 0)
-        bad = (long)offsets[0] < 0 || (long)offsets[num_segments] > (long)n;
-    if (b < e) {
-        long prev = check ? (long)offsets[b] : (long)seg_bound(offsets, row_len, b);
-        for (INDEX_T s = b; s < e; ++s) {
-            const long next = check ? (long)offsets[s + 1]
-                                    : (long)seg_bound(offsets, row_len, s + 1);
-            bad |= next < prev;
-            if (next - prev > TILE) {
-                nl += 1;
-                nb += seg_blocks((INDEX_T)(next - prev), max_blocks);
-            }
-            prev = next;
-        }
-    }
-    bad = wg_any(&lflag, bad);
-    INDEX_T total_l, total_b;
-    INDEX_T rl = wg_scan_index(nl, scratch, lid, &total_l);
-    INDEX_T rb = wg_scan_index(nb, scratch, lid, &total_b);
-    if (!bad && nl) {
-        INDEX_T prev = seg_bound(offsets, row_len, b);
-        for (INDEX_T s = b; s < e; ++s) {
-            const INDEX_T next = seg_bound(offsets, row_len, s + 1);
-            if (next - prev > TILE) {
-                large[rl] = s;
-                lblk[rl] = rb;
-                rl += 1;
-                rb += seg_blocks(next - prev, max_blocks);
-            }
-            prev = next;
-        }
-    }
-    if (bad)
-        total_l = total_b = 0;
-    if (lid == 0) {
-        info[0] = bad;
-        info[1] = total_l;
-        info[2] = total_b;
-        lblk[total_l] = total_b;
-    }
-}
-
-/* blkmap[g] = r for every block g of large segment r (lblk[r] <= g < lblk[r + 1]) */
-__kernel void seg_map(__global const INDEX_T* restrict info, __global const INDEX_T* restrict lblk,
-                      __global INDEX_T* restrict blkmap)
-{
-    const INDEX_T g = get_global_id(0);
-    if (g >= info[2])
+    if (s > num_segments || (s == num_segments && s > 0))
         return;
-    INDEX_T lo = 0, hi = info[1] - 1;
-    while (lo < hi) {
-        const INDEX_T mid = (lo + hi + 1) / 2;
-        if (lblk[mid] <= g)
-            lo = mid;
-        else
-            hi = mid - 1;
+    long prev, next;
+    if (check) {
+        prev = (long)offsets[s];
+        next = s < num_segments ? (long)offsets[s + 1] : prev;
+    } else {
+        prev = (long)seg_bound(offsets, row_len, s);
+        next = (long)seg_bound(offsets, row_len, s + 1);
     }
-    blkmap[g] = lo;
+    if (prev < 0 || next < prev || next > (long)n) {
+        INDEX_XCHG(&info[0], (INDEX_T)1);
+        return;
+    }
+    if (s == num_segments || next - prev <= TILE)
+        return;
+    const INDEX_T nb = seg_blocks((INDEX_T)(next - prev), max_blocks);
+    const INDEX_T r = INDEX_ADD(&info[1], (INDEX_T)1);
+    const INDEX_T g0 = INDEX_ADD(&info[2], nb);
+    if (r >= lcap || g0 + nb > gcap) {
+        INDEX_XCHG(&info[0], (INDEX_T)1);
+        return;
+    }
+    large[r] = s;
+    lblk[r] = g0;
+    for (INDEX_T b = 0; b < nb; ++b)
+        blkmap[g0 + b] = r;
 }
 
 /* the keys [*lo, *hi) of block g and the first key of its segment, *first */
@@ -465,7 +434,7 @@ void seg_count(__global const KEY_T* restrict keys, ulong keys_off,
     __local uint hist[RADIX];
     const uint lid = get_local_id(0);
     const INDEX_T g = get_group_id(0);
-    if (g >= info[2])
+    if (info[0] || g >= info[2])
         return;
     keys += keys_off;
     offsets += offsets_off;
@@ -488,17 +457,18 @@ void seg_count(__global const KEY_T* restrict keys, ulong keys_off,
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void seg_scan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T row_len,
               __global const INDEX_T* restrict info, __global const INDEX_T* restrict large,
-              __global const INDEX_T* restrict lblk, __global INDEX_T* restrict counts)
+              __global const INDEX_T* restrict lblk, __global INDEX_T* restrict counts,
+              uint max_blocks)
 {
     __local INDEX_T scratch[WG];
     const uint lid = get_local_id(0);
     const INDEX_T r = get_group_id(0);
-    if (r >= info[1])
+    if (info[0] || r >= info[1])
         return;
     offsets += offsets_off;
     const INDEX_T first = seg_bound(offsets, row_len, large[r]);
     const INDEX_T g0 = lblk[r];
-    const INDEX_T nb = lblk[r + 1] - g0;
+    const INDEX_T nb = seg_blocks(seg_bound(offsets, row_len, large[r] + 1) - first, max_blocks);
     const uint d0 = min(lid * ${-(-RADIX // wg)}u, (uint)RADIX);
     const uint d1 = min(d0 + ${-(-RADIX // wg)}u, (uint)RADIX);
     INDEX_T sum = 0;
@@ -536,7 +506,7 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
     const uint lid = get_local_id(0);
     const uint w = sg_id(), lane = sg_lane();
     const INDEX_T g = get_group_id(0);
-    if (g >= info[2])
+    if (info[0] || g >= info[2])
         return;
     keys_in += keys_in_off;
     keys_out += keys_out_off;

@@ -9,7 +9,7 @@ kernels read the offsets on the device and choose per segment (nothing is read b
 - a segment of at most one tile (SegmentPolicy: wg_size x items_per_thread keys) is sorted in
   local memory by one work-group (seg_local), several consecutive short segments together;
 - a longer one goes through 8-bit digit passes of reduce-then-scan inside the segment, with
-  min(tiles, blocks_per_segment) work-groups per pass (seg_plan lists them, seg_map maps
+  min(tiles, blocks_per_segment) work-groups per pass (seg_plan lists them and maps
   work-groups to them, then seg_count, seg_scan, seg_scatter per pass).
 
 Rows (all segments of one known length) skip what cannot happen: rows of at most a tile are one
@@ -95,12 +95,11 @@ class SegmentedSort(Driver):
             [None, ulong, None, ulong] + vals
             + [None, ulong, idx, idx, None, uint, uint, uint, uint, key_np, uint])
         k["seg_plan"].set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, None, None,
-                                             None])
-        self.map = cl.Kernel(self.program, "seg_map")
+                                             None, None, idx, idx])
         k["seg_count"].set_scalar_arg_dtypes(
             [None, ulong, None, ulong, idx, None, None, None, None, None, uint, uint, uint,
              key_np])
-        k["seg_scan"].set_scalar_arg_dtypes([None, ulong, idx, None, None, None, None])
+        k["seg_scan"].set_scalar_arg_dtypes([None, ulong, idx, None, None, None, None, uint])
         k["seg_scatter"].set_scalar_arg_dtypes(
             [None, ulong, None, ulong] + vals
             + [None, ulong, idx, None, None, None, None, None, uint, uint, uint, key_np, uint])
@@ -129,9 +128,9 @@ class SegmentedSort(Driver):
         large, blocks = cls.shape(policy, n, num_segments, row_len)
         total = 0
         if large or check:
-            total += (4 + 2 * large + 2) * index_bytes
+            total += (4 + 2 * max(large, 1) + max(blocks, 1)) * index_bytes
         if large:
-            total += (blocks + RADIX * blocks) * index_bytes
+            total += RADIX * blocks * index_bytes
             total += 2 * n * (key_bytes + value_bytes)
         return total
 
@@ -164,10 +163,13 @@ class SegmentedSort(Driver):
         # the digit passes' restrict parameters must not alias)
         offs, offs_off = job.offsets if job.offsets is not None else (info, 0)
         if large or job.check:
-            large_list, lblk = alloc(max(large, 1) * ib), alloc((large + 1) * ib)
+            large_list, lblk = alloc(max(large, 1) * ib), alloc(max(large, 1) * ib)
+            blkmap = alloc(max(blocks, 1) * ib)
+            evt = cl.enqueue_fill_buffer(queue, info, idx(0), 0, 4 * ib, wait_for=evt_list)
             evt = self._traced("seg_plan", self.kernels["seg_plan"](
-                queue, (wg,), (wg,), offs, offs_off, nseg, n, job.row_len, int(job.check),
-                pol.blocks_per_segment, info, large_list, lblk, wait_for=evt_list))
+                queue, (round_up(max(nseg, 1), wg),), (wg,), offs, offs_off, nseg, n,
+                job.row_len, int(job.check), pol.blocks_per_segment, info, large_list, lblk,
+                blkmap, large, blocks, wait_for=[evt]))
             evt_list = [evt]
             if job.raise_invalid:
                 bad = np.zeros(1, idx)
@@ -191,18 +193,17 @@ class SegmentedSort(Driver):
             evt_list = [evt]
         if large:
             evt = self._enqueue_passes(queue, job, alloc, evt_list, offs, offs_off, info,
-                                       large_list, lblk, large, blocks, flip)
+                                       large_list, lblk, blkmap, large, blocks, flip)
         if evt is None:
             evt = cl.enqueue_marker(queue, wait_for=evt_list)
         return evt
 
     def _enqueue_passes(self, queue, job, alloc, evt_list, offs, offs_off, info, large_list, lblk,
-                        large, blocks, flip):
+                        blkmap, large, blocks, flip):
         pol = self.policy
         wg, ib = pol.wg_size, self.index_bytes
-        blkmap, counts = alloc(blocks * ib), alloc(RADIX * blocks * ib)
-        evt = self._traced("seg_map", self.map(queue, (round_up(blocks, wg),), (wg,), info, lblk,
-                                               blkmap, wait_for=evt_list))
+        counts = alloc(RADIX * blocks * ib)
+        evt = evt_list[0]
         # (no bit to sort by: argsort's positions come from one pass by no bit, the identity)
         passes = digit_passes(8, job.begin_bit, job.end_bit) or [(job.begin_bit, 0)]
         in_place = (job.keys_out is not None and job.keys_in[0] is job.keys_out[0]
@@ -225,7 +226,7 @@ class SegmentedSort(Driver):
                 wait_for=[evt]))
             evt = self._traced(f"seg_scan {p}", self.kernels["seg_scan"](
                 queue, (large * wg,), (wg,), offs, offs_off, job.row_len, info, large_list, lblk,
-                counts, wait_for=[evt]))
+                counts, pol.blocks_per_segment, wait_for=[evt]))
             kout_buf, kout_off = kout if kout is not None else (kin, kin_off)
             vals = []
             if val_io is not None:

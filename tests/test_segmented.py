@@ -355,3 +355,14 @@ def test_events_and_wait_for(queue, small_sorter, rng):
     evt.wait()
     np.testing.assert_array_equal(d.get(), np.concatenate([np.sort(keys[:200]),
                                                            np.sort(keys[200:])]))
+
+
+def test_64bit_indices(queue, rng, monkeypatch):
+    """The kernels with 64-bit counts and offsets (used from 2**31 keys on)."""
+    from clradix import sizes
+    monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
+    sorter = clradix.Sorter(queue.context, segment_policy=SMALL)
+    offsets, n = uneven_offsets(rng)
+    keys = float_specials(rng, np.float32, n)
+    check_segments(queue, sorter, keys, offsets, "pairs", values=np.arange(n, dtype=np.uint32),
+                   offsets_dtype=np.int64)
