@@ -135,9 +135,9 @@ static inline VALUE_T seg_value(__global const VALUE_T* vals, INDEX_T i, INDEX_T
    lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit is below d. Every
    work-item must call it; it ends with a barrier. */
 STEP void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
-                         __private uint dig[IPT], uint valid, uint track, __local KEY_T* lkeys,
-                         __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
-                         __local uint* lscan, uint w, uint lane, uint lid)
+                __private uint dig[IPT], uint valid, uint track, __local KEY_T* lkeys,
+                __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
+                __local uint* lscan, uint w, uint lane, uint lid)
 {
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
@@ -190,8 +190,8 @@ ${unroll}
 
 /* the tile's first `valid` keys from global memory, in slot order; src[i] is the slot */
 STEP void load_slots(__private KEY_T k[IPT], __private ushort src[IPT],
-                              __global const KEY_T* keys, INDEX_T base, uint valid, uint w,
-                              uint lane)
+                     __global const KEY_T* keys, INDEX_T base, uint valid, uint w,
+                     uint lane)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
@@ -203,8 +203,8 @@ ${unroll}
 
 /* the items back from local memory after place(), in slot order */
 STEP void reload_slots(__private KEY_T k[IPT], __private ushort src[IPT],
-                                __local const KEY_T* lkeys, __local const ushort* lsrc,
-                                uint valid, uint track, uint w, uint lane)
+                       __local const KEY_T* lkeys, __local const ushort* lsrc,
+                       uint valid, uint track, uint w, uint lane)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
@@ -235,11 +235,11 @@ static inline uint run_segment(__local const INDEX_T* lofs, uint a, uint b, INDE
 /* One run: segments [a, b) of the work-group (bounds lofs[a..b], together at most TILE keys)
    sorted in local memory and written out. Keys and values are read before anything is written,
    so the output may be the input (in place). */
-STEP void sort_run(${common.stream_params(value_t, 28, restrict=False) | trim}
-                            __local const INDEX_T* lofs, uint a, uint b, uint begin_bit,
-                            uint end_bit, KEY_T flip, uint write_keys, __local KEY_T* lkeys,
-                            __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
-                            __local uint* lscan, uint w, uint lane, uint lid)
+STEP void sort_run(${common.stream_params(value_t, 19, restrict=False) | trim}
+                   __local const INDEX_T* lofs, uint a, uint b, uint begin_bit,
+                   uint end_bit, KEY_T flip, uint write_keys, __local KEY_T* lkeys,
+                   __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
+                   __local uint* lscan, uint w, uint lane, uint lid)
 {
     const INDEX_T base = lofs[a];
     const uint valid = (uint)(lofs[b] - base);

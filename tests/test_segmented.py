@@ -366,3 +366,47 @@ def test_64bit_indices(queue, rng, monkeypatch):
     keys = float_specials(rng, np.float32, n)
     check_segments(queue, sorter, keys, offsets, "pairs", values=np.arange(n, dtype=np.uint32),
                    offsets_dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------- the planner
+
+def _profile(**kw):
+    from clradix.device import DeviceProfile
+    base = dict(name="Test GPU", vendor="NVIDIA Corporation", platform="NVIDIA CUDA",
+                driver_version="580", device_type="gpu", compute_units=132,
+                local_mem_bytes=48 * 1024, max_wg_size=1024, max_alloc_bytes=2 ** 32,
+                extensions=frozenset())
+    base.update(kw)
+    return DeviceProfile(**base)
+
+
+def test_plan_segments():
+    """NVIDIA: a 4096-key tile for 32-bit keys with warp ballots, shrunk to fit 48 KiB for
+    64-bit keys; CPUs without subgroups: the emulated ranking; overrides are kept, wrong ones
+    refused with the field's name."""
+    from clradix.policy import PolicyError, plan_segments
+    nv = _profile()
+    pol = plan_segments(nv, key_codec(np.float32), 4)
+    assert (pol.tile, pol.ranking, pol.sg_size) == (4096, "ptx", 32)
+    wide = plan_segments(nv, key_codec(np.float64), 8)
+    assert wide.tile < 4096 and wide.local_bytes(8, 8) <= 48 * 1024
+    cpu = plan_segments(_profile(vendor="PoCL", platform="Portable Computing Language",
+                                 device_type="cpu", local_mem_bytes=2 ** 20),
+                        key_codec(np.uint32), 4)
+    assert cpu.ranking == "local"
+    forced = plan_segments(nv, key_codec(np.uint32), 4,
+                           clradix.SegmentPolicy(wg_size=128, items_per_thread=8))
+    assert (forced.wg_size, forced.items_per_thread) == (128, 8)
+    for bad, msg in ((dict(wg_size=96), "power of two"), (dict(blocks_per_segment=0), "at least"),
+                     (dict(segments_per_group=300), "segments_per_group"),
+                     (dict(items_per_thread=64), "too little local memory"),
+                     (dict(ranking="intel"), "not available")):
+        with pytest.raises(PolicyError, match=msg):
+            plan_segments(nv, key_codec(np.uint32), 4, clradix.SegmentPolicy(**bad))
+    with pytest.raises(TypeError, match="segment_policy"):
+        clradix.Sorter(_context_of_default(), segment_policy={"wg_size": 64})
+
+
+def _context_of_default():
+    from clradix.api import default_queue
+    return default_queue().context
