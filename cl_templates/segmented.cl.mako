@@ -30,6 +30,8 @@
     iota_ok = value_t in ("uint", "ulong")
     unroll = "    #pragma unroll" if backend == "ptx" else ""
     unroll_at = lambda pad: (" " * pad + "#pragma unroll") if backend == "ptx" else ""
+    # partial unrolling of loops of unknown length on NVIDIA (loads in flight together)
+    unroll_n = lambda n, pad: (" " * pad + f"#pragma unroll {n}") if backend == "ptx" else ""
     assert wg % sg_size == 0 and sg_size <= 32
     assert TILE < 65536, "tile positions are kept in ushort and ranks share a word with digits"
 %>
@@ -472,12 +474,15 @@ void seg_scan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T
     const uint d0 = min(lid * ${-(-RADIX // wg)}u, (uint)RADIX);
     const uint d1 = min(d0 + ${-(-RADIX // wg)}u, (uint)RADIX);
     INDEX_T sum = 0;
-    for (uint d = d0; d < d1; ++d)
+    for (uint d = d0; d < d1; ++d) {
+${unroll_n(8, 8)}
         for (INDEX_T b = 0; b < nb; ++b)
             sum += counts[(g0 + b) * RADIX + d];
+    }
     INDEX_T total;
     INDEX_T run = first + wg_scan_index(sum, scratch, lid, &total);
     for (uint d = d0; d < d1; ++d) {
+${unroll_n(8, 8)}
         for (INDEX_T b = 0; b < nb; ++b) {
             const INDEX_T at = (g0 + b) * RADIX + d;
             const INDEX_T c = counts[at];
