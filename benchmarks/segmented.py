@@ -4,7 +4,8 @@ cupy.sort(axis=-1) and, on CPU devices, numpy.sort(axis=-1); every result checke
 Cases (the segmented-sort issue's): float32 rows 4096 x 4096, 65536 x 64, 256 x 65536, 16 x 2^20
 (sort; 4096 x 4096 also argsort, beside torch.sort's indices); key-value rows (float32 keys +
 int32 values, 4096 x 4096, given as device offsets); 2^24 float32 keys in 2^16 segments whose
-lengths follow a power law, beside the plain sort of the same 2^24 keys. clradix sorts in place
+lengths follow a power law, beside the plain sort of the same 2^24 keys. ``--trace`` logs the
+device time of each kernel of one more clradix run per case. clradix sorts in place
 (the input restored before each run, untimed); torch and CuPy return new arrays. ``--quick``:
 smaller shapes (runs on PoCL in a minute or two), 2 repeats. ``--variants WGxIPT,...`` times the
 4096 x 4096 rows with each SegmentPolicy tile (wg_size x items_per_thread) instead.
@@ -26,6 +27,8 @@ def add_arguments(ap):
     common.add_peer_options(ap)
     ap.add_argument("--variants", help="WGxIPT list (256x16,128x16,256x8): time the 4096 x 4096 "
                     "float32 rows with each segmented tile, instead of the cases")
+    ap.add_argument("--trace", action="store_true", help="per-kernel device times of one more "
+                    "run of each clradix case")
 
 
 def row_cases(quick):
@@ -43,7 +46,7 @@ def power_law_offsets(rng, n, segments):
     return np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
 
 
-def time_rows(q, sorter, x, repeat, argsort=False):
+def time_rows(q, sorter, x, repeat, argsort=False, traced=None):
     """clradix on rows, in place (sort) or into an index array (argsort)."""
     rows, row_len = x.shape
     pristine = cl_array.to_device(q, x.ravel())
@@ -61,10 +64,13 @@ def time_rows(q, sorter, x, repeat, argsort=False):
         return evt, None
     t = timing.time_opencl(q, call, repeat, prep)
     got = (idx if argsort else a).get().reshape(x.shape)
+    if traced is not None:
+        prep()
+        trace(traced, q, sorter, lambda: call()[0])
     return t, got
 
 
-def time_segments(q, sorter, x, offsets, repeat, values=None):
+def time_segments(q, sorter, x, offsets, repeat, values=None, traced=None):
     """clradix's Sorter.sort with segments= (device offsets), in place; returns the keys (and
     values) after the last run."""
     pristine = cl_array.to_device(q, x)
@@ -84,7 +90,11 @@ def time_segments(q, sorter, x, offsets, repeat, values=None):
     def call():
         return sorter.sort(q, a, values=v, segments=seg), None
     t = timing.time_opencl(q, call, repeat, prep)
-    return t, a.get(), (v.get() if v is not None else None)
+    got = a.get(), (v.get() if v is not None else None)
+    if traced is not None:
+        prep()
+        trace(traced, q, sorter, lambda: call()[0])
+    return (t,) + got
 
 
 def time_plain(q, sorter, x, repeat):
@@ -93,6 +103,19 @@ def time_plain(q, sorter, x, repeat):
     t = timing.time_opencl(q, lambda: (sorter.sort(q, a), None), repeat,
                            lambda: cl.enqueue_copy(q, a.data, pristine.data).wait())
     return t, a.get()
+
+
+def trace(out, q, sorter, call):
+    """One more run of ``call`` (after its timed runs) with every segmented driver of
+    ``sorter`` tracing its commands: their device times."""
+    drivers = list(segmented.planner_of(sorter)._drivers.values())
+    for d in drivers:
+        d.trace = []
+    call().wait()
+    parts = [(nm, (e.profile.end - e.profile.start) * 1e-6) for d in drivers for nm, e in d.trace]
+    for d in drivers:
+        d.trace = None
+    out.log("    " + ", ".join(f"{nm} {ms:.3f}" for nm, ms in parts))
 
 
 def segment_reference(x, offsets, values=None):
@@ -179,7 +202,7 @@ def main(args):
         x = rng.standard_normal((rows, row_len), dtype=np.float32)
         want = np.sort(x, axis=-1)
         with out.guard(f"clradix {case}"):
-            t, got = time_rows(q, sorter, x, args.repeat)
+            t, got = time_rows(q, sorter, x, args.repeat, traced=out if args.trace else None)
             out.record(where, "clradix rows", case, x.dtype, x.size, t,
                        ok=np.array_equal(got, want), shape=[rows, row_len],
                        gkeys_s=x.size / (t.median_device_ms * 1e-3) / 1e9)
@@ -207,7 +230,8 @@ def main(args):
     out.log(f"{case}: longest {lens.max()}, median {int(np.median(lens))}, "
             f"{(lens > tile.tile).sum()} longer than a tile ({tile.tile})")
     with out.guard(f"clradix {case}"):
-        t, got, _ = time_segments(q, sorter, x, offs, args.repeat)
+        t, got, _ = time_segments(q, sorter, x, offs, args.repeat,
+                                  traced=out if args.trace else None)
         out.record(where, "clradix segments", case, x.dtype, n, t,
                    ok=np.array_equal(got, segment_reference(x, offs)[0]), segments=nseg,
                    longest=int(lens.max()))
