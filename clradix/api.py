@@ -1,5 +1,7 @@
 """numpy-like conveniences on pyopencl arrays: ``clradix.sort``, ``clradix.argsort`` and
-``clradix.topk``, with one shared Sorter and Selector per context."""
+``clradix.topk``, with one shared Sorter and Selector per context. 1-D arrays, and each row of a
+C-contiguous 2-D array (the last axis only; sort and argsort through clradix.segmented); numpy
+arrays are copied to the default device (``default_queue``) and the results copied back."""
 
 from __future__ import annotations
 
