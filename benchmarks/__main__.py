@@ -9,6 +9,7 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
     segmented  batched rows and segments on one device beside torch.sort(dim=-1), cupy.sort
     large    sorts too large for CI (2^31 keys), checked in full on the host
     stress   onesweep's ring-wrapping cases many times in fresh processes with a time limit
+    dask     clradix.dask (sort, top-k) on 1 worker and device vs 2, beside numpy chunk functions
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -19,10 +20,10 @@ when any case gave a wrong result or raised; each failure is printed with its ca
 import argparse
 import sys
 
-from . import gpu, large, matrix, segmented, stress, topk
+from . import dask_scaling, gpu, large, matrix, segmented, stress, topk
 
 COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
-            "stress": stress}
+            "stress": stress, "dask": dask_scaling}
 
 
 def main(argv=None):

@@ -27,6 +27,7 @@ from clradix.policy import ranking_backends
 from . import common, impls, timing
 
 H200_COPY_TBPS = 4.28  # measured device copy bandwidth of the H200 (bytes read + written)
+COPY_BYTES = 1 << 31   # the buffer the run's own copy is timed on
 
 CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8)
 QUICK_CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16)
@@ -44,6 +45,8 @@ def add_arguments(ap):
                     help="--sweep also without the default memory pool (ImmediateAllocator)")
     ap.add_argument("--only", help="time just this dtype (planner and peers) at 2^log2n")
     ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--sizes", default="",
+                    help="more log2 sizes (comma list) for u32 and f32 with the peers")
     ap.add_argument("--breakdown-sizes", default="", help="log2 sizes for per-kernel timelines")
     ap.add_argument("--ptxinfo", action="store_true",
                     help="registers / local memory of the onesweep pass (NVIDIA only)")
@@ -121,6 +124,21 @@ class GpuRun:
         out.log(f"device {self.prof.describe()}, {out.meta['date']}")
         self.peers = common.cuda_peers(args, out)
         self.cupy = any(p.library == "cupy" for p in self.peers)
+        self.copy_tbps = None
+
+    def copy_bandwidth(self):
+        """The device's copy bandwidth, timed in this run (bytes read + written per second of
+        a buffer-to-buffer copy): the floor every "% of copy" figure is measured against."""
+        nbytes = min(COPY_BYTES, self.dev.max_mem_alloc_size // 2)
+        a = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+        b = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+        cl.enqueue_fill_buffer(self.queue, a, np.uint32(1), 0, nbytes)
+        t = timing.time_opencl(self.queue, lambda: (cl.enqueue_copy(self.queue, b, a), ()),
+                               max(self.args.repeat, 5), None)
+        self.copy_tbps = 2 * nbytes / (t.median_device_ms * 1e-3) / 1e12
+        self.out.record(self.where, "copy", "copy", np.uint8, nbytes, t, ok=True,
+                        tbps=self.copy_tbps)
+        self.out.log(f"copy bandwidth {self.copy_tbps:.2f} TB/s ({nbytes} bytes, read + write)")
 
     def bench(self, label, dtype, sorter_kwargs, values=False, argsort=False, nn=None):
         """clradix: one case, timed and checked."""
@@ -151,11 +169,13 @@ class GpuRun:
         vb = 4 if (values or argsort) else 0
         passes = -(-kb * 8 // policy.radix_bits)
         moved = nn * (kb + passes * 2 * (kb + vb))
+        floor = self.copy_tbps or H200_COPY_TBPS
         self.out.record(self.where, "clradix", label, dtype, nn, t, ok=ok, policy=str(policy),
                         note=f"{policy.algorithm}/{policy.radix_bits}b/{policy.wg_size}x"
                              f"{policy.items_per_thread}/{policy.ranking}",
-                        pct_of_h200_copy_bw=100 * moved / (t.median_device_ms * 1e-3)
-                        / (H200_COPY_TBPS * 1e12))
+                        bytes_moved=moved,
+                        pct_of_copy_bw=100 * moved / (t.median_device_ms * 1e-3) / (floor * 1e12),
+                        copy_bw_from="this run" if self.copy_tbps else "H200 4.28 TB/s")
 
     def bench_peers(self, dtype, nn=None, op="sort"):
         """CuPy and torch: one case each (torch: unsigned keys as their signed view)."""
@@ -170,16 +190,20 @@ class GpuRun:
             self.out.record(im.device_fields(), im.name, op, k.dtype, k.size, t, ok=ok,
                             error=err)
 
-    def breakdown(self, dtype, kwargs, nn=None):
+    def breakdown(self, dtype, kwargs, nn=None, values=False):
         """Per-kernel device times of one sort (the kernels' profiling events)."""
         keys = common.random_keys(self.rng, dtype, nn or self.n)
         d = cl_array.to_device(self.queue, keys)
+        v = cl_array.to_device(self.queue, np.arange(keys.size, dtype=np.uint32)) if values \
+            else None
         sorter = clradix.Sorter(self.ctx, **kwargs)
-        sorter.sort(self.queue, d).wait()
+        sorter.sort(self.queue, d, values=v).wait()
         d.set(keys)
         for algo in sorter.planner.drivers.values():
             algo.trace = []
-        sorter.sort(self.queue, d).wait()
+        self.out.log(f"  breakdown {np.dtype(dtype)}{' + u32 values' if values else ''} "
+                     f"n={keys.size}:")
+        sorter.sort(self.queue, d, values=v).wait()
         for algo in sorter.planner.drivers.values():
             t0 = algo.trace[0][1].profile.queued if algo.trace else 0
             prev_end = None
@@ -227,7 +251,7 @@ def steps(g, args):
         dt = parse_dtype(args.only)
         return [(f"peers {dt}", lambda: g.bench_peers(dt)),
                 (f"planner {dt}", lambda: g.bench("planner", dt, {}))]
-    out = []
+    out = [("copy bandwidth", g.copy_bandwidth)]
     if args.check:
         out.append(("check suite", lambda: check_suite(g.ctx, g.queue, g.prof, g.rng, args.quick,
                                                        g.out)))
@@ -243,16 +267,24 @@ def steps(g, args):
         if args.ptxinfo:
             out.append((f"ptxinfo {v}", lambda v=v: g.ptxinfo(v, _variant(v))))
     if args.types:
-        for dt in (np.float32, np.uint64):
+        for dt in (np.int32, np.float32, np.uint64, np.float64):
             out += [(f"peers {np.dtype(dt)}", lambda dt=dt: g.bench_peers(dt)),
-                    (f"planner {np.dtype(dt)}", lambda dt=dt: g.bench("planner", dt, {}))]
-        out += [("peers argsort u32", lambda: g.bench_peers(u32, op="argsort")),
+                    (f"planner {np.dtype(dt)}", lambda dt=dt: g.bench("planner", dt, {})),
+                    (f"breakdown {np.dtype(dt)}", lambda dt=dt: g.breakdown(dt, {}))]
+        out += [("breakdown u32+u32", lambda: g.breakdown(u32, {}, values=True)),
+                ("peers argsort u32", lambda: g.bench_peers(u32, op="argsort")),
                 ("planner key-value u32+u32", lambda: g.bench("planner key-value u32+u32", u32,
                                                               {}, values=True)),
                 ("planner argsort u32", lambda: g.bench("planner argsort u32", u32, {},
                                                         argsort=True)),
                 ("rts (portable)", lambda: g.bench("rts (portable)", u32,
                                                    dict(algorithm="reduce_then_scan")))]
+    for lg in (int(x) for x in filter(None, args.sizes.split(","))):
+        for dt in (u32, np.float32):
+            out += [(f"peers {np.dtype(dt)} 2^{lg}", lambda dt=dt, lg=lg: g.bench_peers(
+                        dt, 1 << lg)),
+                    (f"planner {np.dtype(dt)} 2^{lg}", lambda dt=dt, lg=lg: g.bench(
+                        "planner", dt, {}, nn=1 << lg))]
     if args.sweep:
         fresh = cl_tools.ImmediateAllocator(g.queue)
         for lg in range(10, args.log2n + 1, 2):

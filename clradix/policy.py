@@ -59,6 +59,7 @@ class SortPolicy:
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
         if self.algorithm == "onesweep":
             return (self.tile * max(key_bytes, value_bytes or 0)   # staging of keys, then values
+                    + self.tile                                    # the staged keys' digits
                     + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
                     + self.wg_size * 8                             # scan + match scratch
                     + self.radix * (16 + 2 * index_bytes) + 16)    # digit tables

@@ -1,0 +1,30 @@
+"""clradix as the per-chunk engine of Dask (``pip install 'clradix[dask]'``).
+
+    import clradix.dask as crd
+    top = crd.topk(x, 1000)                  # dask.array.topk's conventions, on each worker's device
+    pos = crd.argtopk(x, -10)                # the 10 smallest
+    s = crd.sort(x)                          # global sort of a 1-D dask array (sample sort)
+    order = crd.argsort(x)                   # its global positions, int64
+    ddf.sort_values("a", sort_function=crd.sort_function)
+    client.register_plugin(crd.DevicePlugin("NVIDIA"))   # one GPU per worker of a machine
+
+Modules: ``devices`` (each process's device, context, Sorter, Selector and per-thread queues),
+``plugin`` (the ``distributed`` worker plugin), ``engines`` (what a task does to a chunk, on the
+device or in numpy), ``topk``, ``sort`` (sample sort), ``dataframe`` (the ``sort_function``).
+"""
+
+from .devices import NoDeviceError, WorkerDevice, current, use_device
+from .engines import task_times
+from .topk import argtopk, topk
+from .sort import argsort, sort
+from .dataframe import sort_function
+
+__all__ = ["topk", "argtopk", "sort", "argsort", "sort_function", "DevicePlugin", "use_device",
+           "current", "WorkerDevice", "NoDeviceError", "task_times"]
+
+
+def __getattr__(name):
+    if name == "DevicePlugin":   # needs distributed, which the local schedulers do not
+        from .plugin import DevicePlugin
+        return DevicePlugin
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

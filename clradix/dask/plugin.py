@@ -1,0 +1,107 @@
+"""A ``distributed`` worker plugin that gives each worker of a machine its own device.
+
+    client.register_plugin(clradix.dask.DevicePlugin("NVIDIA"))
+
+On every worker (those running and those that join later) ``setup`` takes the worker's slot on
+its machine and calls :func:`clradix.dask.devices.use_device` with the slot-th device that matches
+(modulo their number), so that two workers on a two-GPU machine get one GPU each. The slot is the
+number at the end of the worker's name when it has one (``LocalCluster`` names its workers 0, 1,
+...; ``dask worker --nworkers N --name w`` names them w-0, w-1, ...); otherwise the worker claims
+the lowest free slot of its machine through a lock file in the temporary folder (released at
+teardown, reclaimed from workers that died). Nothing assumes the cluster is local: each worker
+looks only at its own machine. Errors (no device matches) are raised in ``setup``, naming the
+worker and the devices it found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Optional
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from . import devices
+
+
+class DevicePlugin(WorkerPlugin):
+    """Picks each worker's device once: the slot-th of the devices ``match`` names (as
+    ``CLRADIX_DEVICE``: an index or a name substring); None: ``CLRADIX_DEVICE`` when set, else
+    the GPUs of the first platform that has one, else clradix's default device."""
+
+    name = "clradix-device"
+
+    def __init__(self, match: Optional[str] = None) -> None:
+        self.match = match
+        self._claimed = None
+
+    def setup(self, worker) -> None:
+        slot = _name_slot(worker.name)
+        if slot is None:
+            slot, self._claimed = _claim_slot()
+        spec = self.match
+        if spec is None and not os.environ.get(devices.ENV, "").strip():
+            spec = _gpus()
+        dev = devices.use_device(spec, slot)
+        worker.clradix_device = dev.describe()
+
+    def teardown(self, worker) -> None:
+        if self._claimed:
+            try:
+                os.unlink(self._claimed)
+            except OSError:
+                pass
+
+
+def _gpus():
+    """A spec matching the GPUs of the first platform that has a usable one; None (clradix's
+    default device) when there is none."""
+    import pyopencl as cl
+    from ..device import all_devices, can_build
+    gpus = [d for d in all_devices() if d.type & cl.device_type.GPU and can_build(d)]
+    return gpus[0].platform.name if gpus else None
+
+
+def _name_slot(name) -> Optional[int]:
+    if isinstance(name, int):
+        return name
+    m = re.search(r"(\d+)$", str(name))
+    return int(m.group(1)) if m else None
+
+
+def _claim_slot(limit: int = 1024):
+    """(slot, lock file): the lowest slot no live process of this machine holds."""
+    folder = os.path.join(tempfile.gettempdir(), f"clradix-dask-slots-{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
+    for slot in range(limit):
+        path = os.path.join(folder, str(slot))
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                if _alive(path):
+                    break
+                try:
+                    os.unlink(path)   # its worker died: take the slot over
+                except OSError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            return slot, path
+    raise RuntimeError(f"clradix.dask: no free device slot in {folder}")
+
+
+def _alive(path) -> bool:
+    try:
+        with open(path) as f:
+            pid = int(f.read().strip() or 0)
+        if pid <= 0:
+            return True   # being written right now
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):
+        return True

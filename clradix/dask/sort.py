@@ -1,0 +1,157 @@
+"""Global sort of a 1-D dask array by sample sort: ``sort`` and ``argsort``.
+
+The graph (built lazily; nothing is computed when it is made):
+
+1. ``sample``: a task per input chunk takes the keys at a few stratified random positions of
+   the array (fixed when the graph is made: ``oversample`` per output partition in all);
+2. ``splitters``: one task orders the samples by (key, global position) and takes
+   ``partitions - 1`` evenly spaced ones as splitters;
+3. ``split``: a task per input chunk sorts the chunk on its worker's device (with its positions
+   for argsort) and cuts it at the splitters, giving one piece per output partition;
+4. a ``piece`` task per (input chunk, output partition) picks one piece: Dask's scheduler moves
+   each piece once, from the worker that split its chunk to the one merging its partition;
+5. a ``merge`` task per output partition concatenates its pieces in chunk order and sorts them
+   stably on its worker's device: within a piece equal keys are in position order, and pieces
+   come in chunk order, so a stable sort leaves equal keys in global position order.
+
+Splitters are (key, position) pairs, so ties are cut by position: heavy duplicates and all-equal
+keys spread over the partitions like any keys. A chunk cuts its run of keys equal to a splitter's
+key after the run's elements that precede the splitter's position: all of the run in chunks
+before it, none in chunks after it, and in the splitter's own chunk a share of the run
+proportional to where the splitter lies in the chunk (without positions the exact count is
+unknown; any prefix of the run is correct, since equal keys of one chunk stay in position
+order). The result is numpy's stable sort, bit for bit (NaN last, -0.0 and +0.0 equal and in
+input order).
+
+The output's chunks are the partitions, consecutive ranges of the sorted array; their sizes are
+known only once computed (``nan`` in ``chunks``; ``compute_chunk_sizes()`` finds them).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..keys import key_codec
+from .engines import engine as _engine
+
+
+def sort(x, *, partitions=None, oversample: int = 64, seed: int = 0,
+         engine: str = "clradix"):
+    """A stably sorted copy of the 1-D dask array ``x`` (numpy's order), as a dask array of
+    ``partitions`` chunks (default: as many as ``x`` has), each a consecutive range of the
+    result (sizes unknown until computed)."""
+    return _sample_sort(x, partitions, oversample, seed, engine, positions=False)
+
+
+def argsort(x, *, partitions=None, oversample: int = 64, seed: int = 0,
+            engine: str = "clradix"):
+    """The global positions (int64) that sort the 1-D dask array ``x`` stably, chunked like
+    :func:`sort`'s result."""
+    return _sample_sort(x, partitions, oversample, seed, engine, positions=True)
+
+
+def _sample_sort(x, partitions, oversample, seed, engine_name, positions):
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    eng = _engine(engine_name)
+    x = da.asarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"expected a 1-D dask array, got shape {x.shape}")
+    key_codec(x.dtype)
+    chunks = x.chunks[0]
+    if any(np.isnan(c) for c in chunks):
+        raise ValueError("the chunk sizes are unknown: call x.compute_chunk_sizes() first")
+    parts = x.numblocks[0] if partitions is None else int(partitions)
+    if parts < 1 or oversample < 1:
+        raise ValueError(f"partitions and oversample must be positive, got {partitions} and "
+                         f"{oversample}")
+    out_dtype = np.dtype(np.int64) if positions else x.dtype
+    n = int(sum(chunks))
+    if n == 0:
+        return da.empty((0,), dtype=out_dtype, chunks=((0,),))
+    starts = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+
+    # stratified random sample positions: one in each of s equal strata of [0, n)
+    s = min(n, oversample * parts)
+    rng = np.random.default_rng(seed)
+    sample_pos = ((np.arange(s) + rng.random(s)) * (n / s)).astype(np.int64)
+    sample_pos = np.clip(sample_pos, 0, n - 1)
+
+    token = tokenize(x, parts, oversample, seed, eng.name, positions)
+    smp, spl = f"clradix-sample-{token}", f"clradix-splitters-{token}"
+    cut, piece = f"clradix-split-{token}", f"clradix-piece-{token}"
+    name = f"clradix-{'argsort' if positions else 'sort'}-{token}"
+    dsk = {}
+    sample_keys = []
+    for i in range(len(chunks)):
+        lo, hi = np.searchsorted(sample_pos, starts[i : i + 2])
+        if hi > lo:
+            dsk[(smp, i)] = (_take, (x.name, i), sample_pos[lo:hi] - starts[i])
+            sample_keys.append((smp, i))
+    dsk[(spl, 0)] = (_splitters, sample_keys, sample_pos, parts)
+    for i in range(len(chunks)):
+        dsk[(cut, i)] = (_split, eng, (x.name, i), (spl, 0), int(starts[i]), parts, positions)
+        for j in range(parts):
+            dsk[(piece, i, j)] = (operator.getitem, (cut, i), j)
+    for j in range(parts):
+        dsk[(name, j)] = (_merge, eng, [(piece, i, j) for i in range(len(chunks))], positions,
+                          out_dtype)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, chunks=((np.nan,) * parts,), dtype=out_dtype,
+                    meta=np.empty((0,), dtype=out_dtype))
+
+
+def _take(chunk, where):
+    return np.asarray(chunk)[where]
+
+
+def _splitters(samples, sample_pos, parts):
+    """``parts - 1`` (key, position) splitters, evenly spaced in the ordered sample."""
+    keys = np.concatenate(samples)
+    order = np.lexsort((sample_pos, keys))
+    picks = order[(np.arange(1, parts) * keys.size) // parts]
+    return keys[picks], sample_pos[picks]
+
+
+def _split(eng, chunk, splitters, start, parts, positions):
+    """The chunk sorted and cut into ``parts`` pieces: sorted keys, or (keys, global positions)."""
+    chunk = np.asarray(chunk)
+    m = chunk.size
+    if positions:
+        keys, pos = eng.sort_index(chunk)
+        pos += start
+    else:
+        keys, pos = eng.sort(chunk), None
+    skeys, spos = splitters
+    lo = np.searchsorted(keys, skeys, side="left").astype(np.int64)
+    hi = np.searchsorted(keys, skeys, side="right").astype(np.int64)
+    # the share of the run equal to a splitter's key that comes before the splitter's position
+    share = np.floor((hi - lo) * ((spos - start) / max(m, 1))).astype(np.int64)
+    cut = np.where(spos < start, lo, np.where(spos >= start + m, hi, lo + share))
+    cut = np.maximum.accumulate(np.concatenate([[0], cut, [m]]))
+    if positions:
+        return [(keys[a:b], pos[a:b]) for a, b in zip(cut[:-1], cut[1:])]
+    return [keys[a:b] for a, b in zip(cut[:-1], cut[1:])]
+
+
+def _merge(eng, pieces, positions, out_dtype):
+    """One output partition: its pieces (in chunk order) merged by a stable sort."""
+    if positions:
+        full = [p for p in pieces if p[0].size]
+        if len(full) == 1:
+            return full[0][1]
+        if not full:
+            return np.empty(0, out_dtype)
+        _, pos = eng.sort_pairs(np.concatenate([k for k, _ in full]),
+                                np.concatenate([p for _, p in full]))
+        return pos
+    full = [p for p in pieces if p.size]
+    if len(full) == 1:
+        return full[0]
+    if not full:
+        return np.empty(0, out_dtype)
+    return eng.sort(np.concatenate(full))

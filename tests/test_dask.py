@@ -1,0 +1,342 @@
+"""clradix.dask on a LocalCluster of two worker processes (and the local schedulers): top-k and
+argtopk, sort and argsort of dask arrays, the DataFrame sort_function, each worker's device.
+Results are compared with numpy (clradix's semantics: ties by position, NaN largest / last,
+-0.0 == +0.0; bit for bit)."""
+
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import pyopencl.array as cl_array  # noqa: E402
+
+import clradix  # noqa: E402
+import clradix.dask as crd  # noqa: E402
+from clradix.device import all_devices  # noqa: E402
+from clradix.keys import KEY_DTYPES  # noqa: E402
+
+from conftest import _DEVICES  # noqa: E402
+from data import float_specials  # noqa: E402
+from reference import bits_of, ref_argsort, ref_topk  # noqa: E402
+
+# the test device, as an index in clradix's device list (what CLRADIX_DEVICE takes)
+DEVICE_INDEX = str([d.int_ptr for d in all_devices()].index(_DEVICES[0].int_ptr))
+# uneven chunks, an empty one among them
+CHUNKS = (300, 0, 1, 977, 450, 272)
+N = sum(CHUNKS)
+# on the cluster: every family (unsigned, signed, float) and width extremes; every key dtype
+# runs in this process (test_every_key_dtype)
+DTYPES = (np.uint8, np.int32, np.uint64, np.float16, np.float32, np.float64)
+
+
+def _all_ops(x, chunks):
+    d = da.from_array(x, chunks=(chunks,))
+    return (crd.sort(d), crd.argsort(d), crd.argsort(d, partitions=3), crd.topk(d, 5),
+            crd.argtopk(d, -5), crd.topk(d, 1000), crd.argtopk(d, 1000, split_every=2))
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes (2 threads each), each picking the test device through the plugin.
+    The kernels the tests use are built first in this process, once (the workers then load
+    them from pyopencl's disk cache instead of building each at once)."""
+    rng = np.random.default_rng(1)
+    crd.use_device(DEVICE_INDEX)
+    with dask.config.set(scheduler="synchronous"):
+        for dt in DTYPES:
+            dask.compute(*_all_ops(keys(rng, dt, N), CHUNKS))
+        for dt in (np.float32, np.uint64):
+            x = da.from_array(keys(rng, dt, 37 * 250).reshape(37, 250), chunks=(10, 60))
+            dask.compute(crd.argtopk(x, 3), crd.topk(x, -30, axis=0))
+    old = os.environ.get("CLRADIX_DEVICE")
+    os.environ["CLRADIX_DEVICE"] = DEVICE_INDEX   # inherited by the worker processes too
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=2,
+                                       dashboard_address=None, worker_dashboard_address=None)
+    c = distributed.Client(cluster)
+    try:
+        c.register_plugin(crd.DevicePlugin(DEVICE_INDEX))
+        with dask.config.set(scheduler=c):
+            yield c
+    finally:
+        c.close()
+        cluster.close()
+        if old is None:
+            os.environ.pop("CLRADIX_DEVICE", None)
+        else:
+            os.environ["CLRADIX_DEVICE"] = old
+
+
+def keys(rng, dtype, n):
+    """Keys with many ties (integers of few values; floats salted with NaNs, +-0, inf)."""
+    d = np.dtype(dtype)
+    if d.kind == "f":
+        return float_specials(rng, d, n)
+    return rng.integers(0, 7, n).astype(d) * d.type(3)
+
+
+def test_workers_hold_the_device(client):
+    names = client.run(lambda: clradix.dask.current().describe())
+    pids = client.run(os.getpid)
+    assert len(names) == 2 and len(set(pids.values())) == 2
+    want = _DEVICES[0].name.strip()
+    assert all(want in v for v in names.values()), names
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_topk(client, rng, dtype):
+    x = keys(rng, dtype, N)
+    d = da.from_array(x, chunks=(CHUNKS,))
+    cases = [(k, se) for k in (5, -5, 1000, -N) for se in (None, 2)]
+    got = dask.compute(*[(crd.topk(d, k, split_every=se), crd.argtopk(d, k, split_every=se))
+                         for k, se in cases])
+    for (k, se), (v, p) in zip(cases, got):
+        rv, ri = ref_topk(x, abs(k), largest=k > 0)
+        assert p.dtype == np.int64 and v.dtype == x.dtype and v.shape == (abs(k),)
+        np.testing.assert_array_equal(p, ri[0], err_msg=f"k={k} split_every={se}")
+        np.testing.assert_array_equal(bits_of(v), bits_of(rv[0]), err_msg=f"k={k}")
+
+
+def test_topk_equals_clradix_topk(client, rng):
+    """The whole-array call's result, bit for bit (float32 with NaN payloads and zeros)."""
+    x = float_specials(rng, np.float32, N)
+    d = da.from_array(x, chunks=(CHUNKS,))
+    dev = clradix.dask.use_device(DEVICE_INDEX)
+    for k in (17, -17):
+        v, i = clradix.topk(cl_array.to_device(dev.queue, x), abs(k), largest=k > 0)
+        got_v, got_i = dask.compute(crd.topk(d, k), crd.argtopk(d, k))
+        np.testing.assert_array_equal(bits_of(got_v), bits_of(v.get()))
+        np.testing.assert_array_equal(got_i, i.get())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint64], ids=str)
+def test_topk_rows(client, rng, dtype):
+    """2-D arrays, per row, rows and columns chunked; along axis 0 too."""
+    x = keys(rng, dtype, 37 * 250).reshape(37, 250)
+    d = da.from_array(x, chunks=((10, 0, 27), (60, 100, 0, 90)))
+    cases = [(k, axis) for k in (3, -30) for axis in (-1, 0)]
+    got = dask.compute(*[(crd.topk(d, k, axis=axis), crd.argtopk(d, k, axis=axis))
+                         for k, axis in cases])
+    for (k, axis), (v, p) in zip(cases, got):
+        xa = x if axis == -1 else x.T
+        rv, ri = ref_topk(xa, abs(k), largest=k > 0)
+        if axis == 0:
+            rv, ri = rv.T, ri.T
+        np.testing.assert_array_equal(p, ri, err_msg=f"k={k} axis={axis}")
+        np.testing.assert_array_equal(bits_of(v), bits_of(rv))
+
+
+def test_topk_errors():
+    d = da.zeros(10, dtype=np.float32, chunks=3)
+    with pytest.raises(ValueError, match="exceeds"):
+        crd.topk(d, 11)
+    with pytest.raises(TypeError, match="integer"):
+        crd.topk(d, 1.5)
+    with pytest.raises(TypeError, match="unsupported key dtype"):
+        crd.topk(da.zeros(10, dtype=np.complex64, chunks=3), 1)
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        crd.topk(da.zeros((2, 2, 2), chunks=1), 1)
+    assert crd.topk(d, 0).compute(scheduler="sync").shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_sort(client, rng, dtype):
+    x = keys(rng, dtype, N)
+    d = da.from_array(x, chunks=(CHUNKS,))
+    s, a, a3 = dask.compute(crd.sort(d), crd.argsort(d), crd.argsort(d, partitions=3))
+    want = ref_argsort(x)
+    np.testing.assert_array_equal(bits_of(s), bits_of(x[want]))
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(a3, want)
+    assert a.dtype == np.int64
+
+
+def test_sort_all_equal_keys_spread(client):
+    """Ties are cut by position: all-equal keys fill every partition about evenly."""
+    x = np.full(4000, 7, dtype=np.uint32)
+    d = da.from_array(x, chunks=(1000, 0, 1500, 1500))
+    s = crd.argsort(d, partitions=4).persist().compute_chunk_sizes()
+    sizes = s.chunks[0]
+    assert sum(sizes) == 4000 and max(sizes) <= 1300, sizes
+    np.testing.assert_array_equal(s.compute(), np.arange(4000))
+    f = np.zeros(3000, np.float32)
+    f[::2] = -0.0
+    f[5::7] = np.nan
+    got = crd.sort(da.from_array(f, chunks=700), partitions=5).compute()
+    np.testing.assert_array_equal(bits_of(got), bits_of(f[ref_argsort(f)]))
+
+
+def test_sort_output_chunks(client, rng):
+    x = rng.integers(0, 2 ** 32, 5000, dtype=np.uint32)
+    s = crd.sort(da.from_array(x, chunks=1000), partitions=6)
+    assert s.numblocks == (6,) and all(np.isnan(c) for c in s.chunks[0])
+    parts = dask.compute(*s.to_delayed())
+    assert len(parts) == 6 and sum(p.size for p in parts) == 5000
+    assert all(p.size > 200 for p in parts), [p.size for p in parts]
+    np.testing.assert_array_equal(np.concatenate(parts), np.sort(x))
+
+
+def test_sort_errors():
+    with pytest.raises(ValueError, match="1-D"):
+        crd.sort(da.zeros((2, 2), chunks=1))
+    with pytest.raises(TypeError, match="unsupported key dtype"):
+        crd.sort(da.zeros(4, dtype=bool, chunks=2))
+    with pytest.raises(ValueError, match="engine"):
+        crd.sort(da.zeros(4, chunks=2), engine="cuda")
+    assert crd.sort(da.zeros(0, dtype=np.int8, chunks=1)).compute(scheduler="sync").size == 0
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=str)
+def test_every_key_dtype(rng, dtype):
+    """Every key dtype, in this process (the synchronous scheduler)."""
+    x = keys(rng, dtype, N)
+    with dask.config.set(scheduler="synchronous"):
+        s, a, a3, v, i, v2, i2 = dask.compute(*_all_ops(x, CHUNKS))
+    want = ref_argsort(x)
+    np.testing.assert_array_equal(bits_of(s), bits_of(x[want]))
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(a3, want)
+    np.testing.assert_array_equal(bits_of(v), bits_of(ref_topk(x, 5)[0][0]))
+    np.testing.assert_array_equal(i, ref_topk(x, 5, largest=False)[1][0])
+    np.testing.assert_array_equal(bits_of(v2), bits_of(ref_topk(x, 1000)[0][0]))
+    np.testing.assert_array_equal(i2, ref_topk(x, 1000)[1][0])
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+def test_local_schedulers(rng, scheduler):
+    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread)."""
+    x = keys(rng, np.float64, N)
+    d = da.from_array(x, chunks=(CHUNKS,))
+    with dask.config.set(scheduler=scheduler):
+        s, a, v, i = dask.compute(crd.sort(d), crd.argsort(d), crd.topk(d, -9),
+                                  crd.argtopk(d, 9))
+    want = ref_argsort(x)
+    np.testing.assert_array_equal(bits_of(s), bits_of(x[want]))
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(bits_of(v), bits_of(ref_topk(x, 9, largest=False)[0][0]))
+    np.testing.assert_array_equal(i, ref_topk(x, 9)[1][0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.float64], ids=str)
+def test_numpy_engine_is_the_same(rng, dtype):
+    x = keys(rng, dtype, N)
+    d = da.from_array(x, chunks=(CHUNKS,))
+    with dask.config.set(scheduler="synchronous"):
+        for fn, args in [(crd.topk, (40,)), (crd.argtopk, (-40,)), (crd.sort, ()),
+                         (crd.argsort, ())]:
+            a, b = fn(d, *args).compute(), fn(d, *args, engine="numpy").compute()
+            np.testing.assert_array_equal(bits_of(a), bits_of(b), err_msg=fn.__name__)
+
+
+def test_no_device_names_the_worker(client):
+    def pick():
+        return clradix.dask.devices.select_device("no-such-opencl-device")
+    with pytest.raises(crd.NoDeviceError, match=r"worker .* no usable OpenCL device matching .*"
+                                                r"no-such-opencl-device.*found: "):
+        client.run(pick)
+    with pytest.raises(crd.NoDeviceError, match=r"process \d+ on .*found: 0: "):
+        pick()
+
+
+def test_worker_slots():
+    from clradix.dask import plugin
+    assert plugin._name_slot(3) == 3 and plugin._name_slot("gpu-worker-12") == 12
+    assert plugin._name_slot("tcp://a") is None
+    slot, path = plugin._claim_slot()
+    slot2, path2 = plugin._claim_slot()
+    try:
+        assert slot2 != slot and os.path.exists(path)
+    finally:
+        os.unlink(path)
+        os.unlink(path2)
+
+
+# ---------------------------------------------------------------- dask.dataframe sort_function
+
+def _frame(rng, n):
+    pd = pytest.importorskip("pandas")
+    a = rng.integers(0, 5, n).astype(np.int32)
+    b = rng.standard_normal(n).round(1)
+    b[rng.random(n) < 0.1] = np.nan
+    t = pd.to_datetime(rng.integers(0, 4, n), unit="D").to_numpy().copy()
+    t[rng.random(n) < 0.1] = np.datetime64("NaT")
+    c = pd.array(rng.integers(0, 3, n), dtype="Int64")
+    c[rng.random(n) < 0.2] = pd.NA
+    return pd.DataFrame({"a": a, "b": b, "t": t, "c": c, "u": rng.integers(0, 9, n) > 4,
+                         "row": np.arange(n)}, index=rng.permutation(n))
+
+
+@pytest.mark.parametrize("by, ascending", [("b", True), ("b", False), (["a", "b"], [True, False]),
+                                           (["c", "t", "a"], [False, True, True]),
+                                           (["u", "a"], True)])
+@pytest.mark.parametrize("na_position", ["last", "first"])
+def test_sort_function_on_a_partition(rng, by, ascending, na_position):
+    df = _frame(rng, 500)
+    with dask.config.set(scheduler="synchronous"):
+        got = crd.sort_function(df, by=by, ascending=ascending, na_position=na_position)
+    want = df.sort_values(by, ascending=ascending, na_position=na_position, kind="stable")
+    assert got.equals(want) and list(got.index) == list(want.index)
+
+
+def test_sort_function_falls_back_to_pandas(rng):
+    df = _frame(rng, 50)
+    df["s"] = [f"k{v % 7}" for v in range(50)]
+    got = crd.sort_function(df, by=["s", "a"], ascending=True, ignore_index=True)
+    assert got.equals(df.sort_values(["s", "a"], kind="stable", ignore_index=True))
+
+
+def test_dataframe_sort_values(client, rng):
+    dd = pytest.importorskip("dask.dataframe")
+    df = _frame(rng, 3000).drop(columns=["c"])
+    ddf = dd.from_pandas(df, npartitions=4)
+    got = ddf.sort_values(["a", "b"], sort_function=crd.sort_function).compute()
+    want = df.sort_values(["a", "b"], kind="stable")
+    assert len(got) == len(want)
+    for col in ("a", "b"):
+        np.testing.assert_array_equal(got[col].to_numpy(), want[col].to_numpy())
+    assert sorted(got["row"]) == list(range(3000))
+    # rows keep their own values
+    assert (got.set_index("row").sort_index()[["a", "b"]].fillna(-1)
+            .equals(df.set_index("row").sort_index()[["a", "b"]].fillna(-1)))
+
+
+def test_plugin_gives_each_worker_its_slot(monkeypatch):
+    """Worker i of a machine gets the i-th matching device (slot from the name's number, else
+    a claimed slot)."""
+    from types import SimpleNamespace
+    calls = []
+
+    def fake_use(spec, slot):
+        calls.append((spec, slot))
+        return clradix.dask.current()
+    monkeypatch.setattr(clradix.dask.devices, "use_device", fake_use)
+    for name in (0, "gpu-3", "tcp://host"):
+        plugin = crd.DevicePlugin("NVIDIA")
+        w = SimpleNamespace(name=name)
+        plugin.setup(w)
+        assert w.clradix_device
+        plugin.teardown(w)
+    assert calls[:2] == [("NVIDIA", 0), ("NVIDIA", 3)] and calls[2][0] == "NVIDIA"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int16, np.uint8], ids=str)
+def test_numpy_engine_select(rng, dtype):
+    """The reference engine's selection alone: NaN as the boundary, ties, both directions."""
+    from clradix.dask.engines import NumpyEngine
+    x = keys(rng, dtype, 6 * 200).reshape(6, 200)
+    if np.dtype(dtype).kind == "f":
+        x[0, ::3] = np.nan   # more NaNs than k: the k-th largest is a NaN
+    for k in (1, 5, 67, 199):
+        for largest in (True, False):
+            for ranked in (True, False):
+                v, p = NumpyEngine().select(x, k, largest, ranked)
+                rv, rp = ref_topk(x, k, largest)
+                if not ranked:
+                    rp = np.sort(rp, axis=-1)
+                    rv = np.take_along_axis(x, rp, -1)
+                np.testing.assert_array_equal(p, rp, err_msg=f"k={k} largest={largest}")
+                np.testing.assert_array_equal(bits_of(v), bits_of(rv))
