@@ -6,6 +6,7 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
     gpu      clradix's sorts on one device beside CUB (CuPy) and torch: check suite, key types,
              onesweep variants, size sweep, per-kernel breakdown
     topk     top-k on one device beside torch.topk
+    segmented  batched rows and segments on one device beside torch.sort(dim=-1), cupy.sort
     large    sorts too large for CI (2^31 keys), checked in full on the host
     stress   onesweep's ring-wrapping cases many times in fresh processes with a time limit
     dask     clradix.dask (sort, top-k) on 1 worker and device vs 2, beside numpy chunk functions
@@ -19,10 +20,10 @@ when any case gave a wrong result or raised; each failure is printed with its ca
 import argparse
 import sys
 
-from . import dask_scaling, gpu, large, matrix, stress, topk
+from . import dask_scaling, gpu, large, matrix, segmented, stress, topk
 
-COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "large": large, "stress": stress,
-            "dask": dask_scaling}
+COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
+            "stress": stress, "dask": dask_scaling}
 
 
 def main(argv=None):

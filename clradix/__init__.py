@@ -12,7 +12,7 @@
 
 from ._version import __version__
 from .keys import KEY_DTYPES, KeyCodec, key_codec
-from .policy import PolicyError, SortPolicy
+from .policy import PolicyError, SegmentPolicy, SortPolicy
 from .topk_policy import TopkPolicy
 from .render import KernelBuildError, TemplateRenderError
 from .sorter import Sorter
@@ -21,6 +21,7 @@ from .api import argsort, selector_for, sort, sorter_for, topk
 
 __all__ = [
     "Sorter", "Selector", "sort", "argsort", "topk", "sorter_for", "selector_for", "SortPolicy",
+    "SegmentPolicy",
     "TopkPolicy",
     "PolicyError", "KernelBuildError", "TemplateRenderError", "KEY_DTYPES", "KeyCodec", "key_codec",
     "__version__",

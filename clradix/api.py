@@ -1,5 +1,7 @@
 """numpy-like conveniences on pyopencl arrays: ``clradix.sort``, ``clradix.argsort`` and
-``clradix.topk``, with one shared Sorter and Selector per context."""
+``clradix.topk``, with one shared Sorter and Selector per context. 1-D arrays, and each row of a
+C-contiguous 2-D array (the last axis only; sort and argsort through clradix.segmented); numpy
+arrays are copied to the default device (``default_queue``) and the results copied back."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import segmented
+from .arguments import attach_event, check_queue, operand
+from .device import default_device
 from .keys import key_codec
-from .arguments import check_queue, operand
 from .selector import Selector
+from .sizes import output_index_dtype
 from .sorter import Sorter
 
 _sorters = weakref.WeakKeyDictionary()
@@ -29,13 +34,21 @@ def sorter_for(context: cl.Context) -> Sorter:
         return s
 
 
-def _check_array(array, queue):
+def _check_array(array, queue, axis=-1):
     """Refuse what the Sorter would refuse before anything (even the copy) is enqueued; the
     queue to run on (``queue``, else the array's)."""
     if not isinstance(array, cl_array.Array):
-        raise TypeError(f"expected a pyopencl.array.Array, got {type(array).__name__}")
+        raise TypeError(f"expected a pyopencl.array.Array or a numpy array, got "
+                        f"{type(array).__name__}")
     key_codec(array.dtype)
-    operand(array, array.context, "array")
+    _check_axis(array, axis, "sort")
+    if array.ndim == 2:
+        if not (array.flags.c_contiguous or array.size <= 1):
+            raise ValueError(f"array: a 2-D array must be C-contiguous (strides {array.strides} "
+                             f"for shape {array.shape})")
+        operand(array.reshape(-1), array.context, "array")
+    else:
+        operand(array, array.context, "array")
     queue = queue if queue is not None else array.queue
     if queue is None:
         raise ValueError("the array has no queue (it was made with queue=None): pass queue=")
@@ -43,20 +56,84 @@ def _check_array(array, queue):
     return queue
 
 
-def sort(array: cl_array.Array, descending: bool = False, *,
-         queue: Optional[cl.CommandQueue] = None) -> cl_array.Array:
-    """A sorted copy of the 1-D pyopencl Array ``array`` (stable; numpy's NaN and -0.0 rules)."""
-    queue = _check_array(array, queue)
+def _check_axis(array, axis, what):
+    if array.ndim not in (1, 2):
+        raise ValueError(f"expected a 1-D or 2-D array, got shape {array.shape}")
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be an integer, got {type(axis).__name__}")
+    if axis not in (-1, array.ndim - 1):
+        raise ValueError(f"axis={axis}: {what} runs along the last axis of a C-contiguous array; "
+                         f"for another axis pass a transposed contiguous copy")
+
+
+_default = []
+_default_lock = threading.Lock()
+
+
+def default_queue() -> cl.CommandQueue:
+    """The queue numpy inputs run on: one context and in-order queue on clradix's default device
+    (``clradix.device.default_device``), made on first use and kept."""
+    with _default_lock:
+        if not _default:
+            ctx = cl.Context([default_device()])
+            _default.append(cl.CommandQueue(ctx))
+        return _default[0]
+
+
+def _from_numpy(array, queue):
+    """(device copy of the numpy ``array``, queue): the copy is made on ``queue``, else on the
+    default queue."""
+    host = np.ascontiguousarray(array)
+    key_codec(host.dtype)
+    return cl_array.to_device(queue or default_queue(), host)
+
+
+def sort(array, axis: int = -1, descending: bool = False, *,
+         queue: Optional[cl.CommandQueue] = None):
+    """A sorted copy of ``array`` (stable; numpy's NaN and -0.0 rules): a 1-D pyopencl Array, or
+    each row of a C-contiguous 2-D one (``axis`` -1 or 1 only). A numpy array is copied to the
+    device (``queue``'s, else the default device's), sorted there, and copied back: the result is
+    a numpy array."""
+    if isinstance(array, np.ndarray):
+        return sort(_from_numpy(array, queue), axis, descending).get()
+    queue = _check_array(array, queue, axis)
     out = array.copy(queue=queue)
-    sorter_for(array.context).sort(queue, out, descending=descending)
+    sorter = sorter_for(array.context)
+    if array.ndim == 2:
+        flat = out.reshape(-1)
+        keys = operand(flat, array.context, "array")
+        codec = key_codec(array.dtype)
+        evt = segmented.sort_rows(sorter, queue, codec, keys, array.shape[0], array.shape[1],
+                                  descending=descending, wait=list(out.events))
+        attach_event(out, evt, list(out.events))
+        return out
+    sorter.sort(queue, out, descending=descending)
     return out
 
 
-def argsort(array: cl_array.Array, descending: bool = False, *,
-            queue: Optional[cl.CommandQueue] = None) -> cl_array.Array:
-    """Indices that sort the 1-D pyopencl Array ``array`` stably (uint32, or uint64 from 2**32)."""
-    queue = _check_array(array, queue)
-    idx, _ = sorter_for(array.context).argsort(queue, array, descending=descending)
+def argsort(array, axis: int = -1, descending: bool = False, *,
+            queue: Optional[cl.CommandQueue] = None):
+    """Indices that sort ``array`` stably: a 1-D pyopencl Array (uint32, or uint64 from 2**32
+    keys), or each row of a C-contiguous 2-D one (positions within the row, uint32 below 2**32
+    keys in all). A numpy array is copied to the device (``queue``'s, else the default device's)
+    and the indices are copied back: the result is a numpy array."""
+    if isinstance(array, np.ndarray):
+        return argsort(_from_numpy(array, queue), axis, descending).get()
+    queue = _check_array(array, queue, axis)
+    sorter = sorter_for(array.context)
+    if array.ndim == 2:
+        rows, row_len = array.shape
+        flat = array.reshape(-1)
+        keys = operand(flat, array.context, "array")
+        idx = cl_array.empty(queue, array.shape, output_index_dtype(array.size))
+        out = operand(idx.reshape(-1), array.context, "out")
+        evt = segmented.sort_rows(sorter, queue, key_codec(array.dtype), keys, rows, row_len,
+                                  descending=descending, argsort_out=out,
+                                  wait=list(array.events))
+        attach_event(array, evt, list(array.events))
+        attach_event(idx, evt)
+        return idx
+    idx, _ = sorter.argsort(queue, array, descending=descending)
     return idx
 
 
@@ -73,7 +150,7 @@ def selector_for(context: cl.Context) -> Selector:
         return s
 
 
-def topk(array: cl_array.Array, k: int, *, largest: bool = True, sorted: bool = True,
+def topk(array, k: int, *, largest: bool = True, sorted: bool = True,
          axis: int = -1, queue: Optional[cl.CommandQueue] = None
          ) -> Tuple[cl_array.Array, cl_array.Array]:
     """``(values, indices)``: the k largest (or smallest) entries of a 1-D pyopencl Array, or of
@@ -81,17 +158,17 @@ def topk(array: cl_array.Array, k: int, *, largest: bool = True, sorted: bool = 
 
     Ties go to the smaller position; NaN counts as the largest value. ``sorted=True`` orders the
     results (largest first for ``largest=True``, ties by position). Indices are uint32 (uint64
-    for rows of 2**32 entries or more).
+    for rows of 2**32 entries or more). A numpy array is copied to the device (``queue``'s,
+    else the default device's) and both results are copied back as numpy arrays.
     """
+    if isinstance(array, np.ndarray):
+        values, indices = topk(_from_numpy(array, queue), k, largest=largest, sorted=sorted,
+                               axis=axis)
+        return values.get(), indices.get()
     if not isinstance(array, cl_array.Array):
-        raise TypeError(f"expected a pyopencl.array.Array, got {type(array).__name__}")
-    if array.ndim not in (1, 2):
-        raise ValueError(f"expected a 1-D or 2-D array, got shape {array.shape}")
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"axis must be an integer, got {type(axis).__name__}")
-    if axis not in (-1, array.ndim - 1):
-        raise ValueError(f"axis={axis}: top-k runs along the last axis of a C-contiguous array; "
-                         f"for another axis pass a transposed contiguous copy")
+        raise TypeError(f"expected a pyopencl.array.Array or a numpy array, got "
+                        f"{type(array).__name__}")
+    _check_axis(array, axis, "top-k")
     queue = queue or array.queue
     values, indices, _ = selector_for(array.context).topk(queue, array, k, largest=largest,
                                                            sorted=sorted)

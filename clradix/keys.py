@@ -5,9 +5,10 @@ integer of the same width whose unsigned order is the order numpy's stable sort 
 
 - unsigned integers: the bits themselves;
 - signed integers: the bits with the sign bit flipped;
-- IEEE floats: positive values get the sign bit set, negative values have all bits inverted, every
-  NaN (any sign, any payload) becomes all ones (after +inf), and -0.0 becomes +0.0, so the two zeros
-  compare equal and keep their input order.
+- IEEE floats (and bfloat16, with the optional ml_dtypes package): positive values get the sign
+  bit set, negative values have all bits inverted, every NaN (any sign, any payload) becomes all
+  ones (after +inf), and -0.0 becomes +0.0, so the two zeros compare equal and keep their input
+  order.
 
 The float map is not injective (NaNs and the two zeros collapse), so clradix never stores order keys:
 keys travel through the sort in their own bits and the order key is computed in registers each time
@@ -29,6 +30,8 @@ _UNSIGNED_CL = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
 _UNSIGNED_NP = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 # Bit pattern of +inf: any magnitude above it is a NaN.
 _FLOAT_INF_BITS = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}
+# bfloat16 (the optional ml_dtypes package): float32's upper half
+_BFLOAT16_INF_BITS = 0x7F80
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class KeyCodec:
     dtype: np.dtype
     kind: str  # "uint", "int" or "float"
     bits: int
+    inf_bits: int = 0  # floats: the bit pattern of +inf (any larger magnitude is a NaN)
 
     @property
     def itemsize(self):
@@ -58,7 +62,7 @@ class KeyCodec:
             "key_kind": self.kind,
             "key_bits": self.bits,
             "key_t": self.cl_type,
-            "key_inf_bits": _FLOAT_INF_BITS.get(self.bits, 0) if self.kind == "float" else 0,
+            "key_inf_bits": self.inf_bits,
         }
 
     def flip(self, descending):
@@ -76,7 +80,7 @@ class KeyCodec:
         if self.kind == "int":
             u ^= sign
         elif self.kind == "float":
-            inf_bits = ut(_FLOAT_INF_BITS[self.bits])
+            inf_bits = ut(self.inf_bits)
             mag = u & ut(~int(sign) & int(ones))
             nan = mag > inf_bits
             u[u == sign] = 0  # -0.0 -> +0.0
@@ -94,9 +98,19 @@ for _dt, _kind in [
     (np.float16, "float"), (np.float32, "float"), (np.float64, "float"),
 ]:
     _d = np.dtype(_dt)
-    _CODECS[_d] = KeyCodec(_d, _kind, _d.itemsize * 8)
+    _CODECS[_d] = KeyCodec(_d, _kind, _d.itemsize * 8,
+                           _FLOAT_INF_BITS[_d.itemsize * 8] if _kind == "float" else 0)
 
 KEY_DTYPES = tuple(_CODECS)
+
+try:  # bfloat16 keys where the optional ml_dtypes package provides the dtype (not in KEY_DTYPES,
+    # which lists numpy's own types)
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+if _ml_dtypes is not None:
+    _d = np.dtype(_ml_dtypes.bfloat16)
+    _CODECS[_d] = KeyCodec(_d, "float", 16, _BFLOAT16_INF_BITS)
 
 # Values are moved as opaque bytes: one OpenCL type per width.
 VALUE_CL_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "uint4"}
@@ -105,13 +119,16 @@ VALUE_CL_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "uint4"}
 # Short names accepted wherever a dtype is typed on a command line.
 SHORT_NAMES = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i8": "int8",
                "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32",
-               "f64": "float64"}
+               "f64": "float64", "bf16": "bfloat16"}
 
 
 def parse_dtype(name):
     """A numpy dtype from a name such as ``u32`` or ``float32``."""
     name = str(name).strip()
-    return key_codec(SHORT_NAMES.get(name, name)).dtype
+    name = SHORT_NAMES.get(name, name)
+    if name == "bfloat16" and _ml_dtypes is not None:
+        return key_codec(_ml_dtypes.bfloat16).dtype
+    return key_codec(name).dtype
 
 
 def key_codec(dtype: DTypeLike) -> KeyCodec:
@@ -125,7 +142,8 @@ def key_codec(dtype: DTypeLike) -> KeyCodec:
         return _CODECS[d]
     except KeyError:
         raise TypeError(f"unsupported key dtype {d} (byte order {d.byteorder!r}): expected one of "
-                        f"{', '.join(str(k) for k in KEY_DTYPES)} in native byte order") from None
+                        f"{', '.join(str(k) for k in KEY_DTYPES)} in native byte order (or "
+                        f"bfloat16 with the ml_dtypes package)") from None
 
 
 def value_cl_type(dtype):

@@ -15,11 +15,12 @@ import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
 from .arguments import attach_event, check_disjoint, check_n, check_queue, operand
+from . import segmented
 from .digit_passes import SortJob, digit_passes
 from .keys import key_codec, value_cl_type
 from .memory import QueuePools, checked_allocator, new_output
 from .planner import SortPlanner
-from .policy import SortPolicy, check_overrides
+from .policy import SegmentPolicy, SortPolicy, check_overrides
 from .render import programs_for
 from .sizes import output_index_dtype, round_up
 
@@ -47,15 +48,20 @@ class Sorter:
                  wg_size: Optional[int] = None, items_per_thread: Optional[int] = None,
                  algorithm: Optional[str] = None,
                  allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
-                 **policy: Any) -> None:
+                 segment_policy: Optional[SegmentPolicy] = None, **policy: Any) -> None:
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
         unknown = set(policy) - set(SortPolicy.__dataclass_fields__)
         if unknown:
             raise TypeError(f"unknown Sorter keyword(s): {', '.join(sorted(unknown))}; policy "
                             f"fields are {', '.join(SortPolicy.__dataclass_fields__)}")
+        if segment_policy is not None and not isinstance(segment_policy, SegmentPolicy):
+            raise TypeError(f"segment_policy: expected a clradix.SegmentPolicy, got "
+                            f"{type(segment_policy).__name__}")
         self.context = context
         self.allocator = allocator
+        #: the segmented sort's tuning (None fields: the planner chooses; clradix.segmented)
+        self.segment_policy = segment_policy
         self.overrides = dict(policy, radix_bits=radix_bits, wg_size=wg_size,
                               items_per_thread=items_per_thread, algorithm=algorithm)
         check_overrides(self.overrides)
@@ -73,7 +79,8 @@ class Sorter:
              value_dtype: Optional[DTypeLike] = None, descending: bool = False, begin_bit: int = 0,
              end_bit: Optional[int] = None,
              wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
-             allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None) -> cl.Event:
+             allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
+             segments: Any = None, check_offsets: bool = False) -> cl.Event:
         """Sort ``buf`` in place (stable) and return the event of the last enqueued command.
 
         ``buf`` is a pyopencl Buffer (keys of ``dtype``, default uint32; ``n`` defaults to all of
@@ -81,6 +88,8 @@ class Sorter:
         Array of 1, 2, 4, 8 or 16-byte elements, ``value_dtype`` for a Buffer whose size does not
         tell) is permuted with the keys. ``begin_bit``/``end_bit`` restrict the sort to those bits
         of the order key. Floats sort like numpy: NaN last (first when descending), -0.0 == +0.0.
+        ``segments`` (num_segments + 1 int32/int64 offsets: a pyopencl Array, or a numpy array)
+        sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.segmented).
         """
         check_queue(self.context, queue)
         keys = operand(buf, self.context, "keys", dtype=dtype,
@@ -93,6 +102,12 @@ class Sorter:
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         wait = _events(wait_for) + keys.events + (vals.events if vals else [])
 
+        if segments is not None:
+            evt = segmented.sort_segments(self, queue, codec, keys, vals, segments,
+                                          descending=descending, begin_bit=begin_bit,
+                                          end_bit=end_bit, wait=wait, allocator=allocator,
+                                          check_offsets=check_offsets)
+            return self._done(queue, evt, wait, keys, vals)
         if n <= 1 or begin_bit == end_bit:
             return self._done(queue, None, wait, keys, vals)
         kat, vat = keys.at(), (vals.at() if vals else None)   # in place: in and out are one
@@ -106,12 +121,15 @@ class Sorter:
                 out: Optional[Union[cl.MemoryObjectHolder, cl_array.Array]] = None,
                 descending: bool = False, begin_bit: int = 0, end_bit: Optional[int] = None,
                 wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
-                allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None
+                allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
+                segments: Any = None, check_offsets: bool = False
                 ) -> Tuple[Union[cl_array.Array, cl.MemoryObjectHolder], cl.Event]:
         """Stable argsort: returns ``(indices, event)``; ``keys`` are left unchanged.
 
         ``indices`` is a new pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` itself
-        (an Array or Buffer of that dtype, not overlapping the keys) when given.
+        (an Array or Buffer of that dtype, not overlapping the keys) when given. With
+        ``segments``, each index is the position within its segment; ``out`` entries outside
+        every segment are not written.
         """
         check_queue(self.context, queue)
         k = operand(keys, self.context, "keys", dtype=dtype,
@@ -132,6 +150,12 @@ class Sorter:
             check_disjoint(k, o, "out", "the keys")
         wait = _events(wait_for) + k.events + o.events
 
+        if segments is not None:
+            evt = segmented.sort_segments(self, queue, codec, k, None, segments,
+                                          descending=descending, begin_bit=begin_bit,
+                                          end_bit=end_bit, wait=wait, allocator=allocator,
+                                          argsort_out=o, check_offsets=check_offsets)
+            return out_arr, self._done(queue, evt, wait, o)
         if n == 0:
             return out_arr, self._done(queue, None, wait, o)
         if n == 1 or begin_bit == end_bit:   # nothing to sort: the indices in order
@@ -183,6 +207,8 @@ class Sorter:
         use."""
         with self._lock:
             self.planner.clear()
+            if getattr(self, "_segmented", None) is not None:
+                self._segmented.clear()
             self._programs.clear()
 
     # ------------------------------------------------------------------ internals

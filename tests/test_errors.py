@@ -78,10 +78,11 @@ CASES = [
      lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 1000, np.int64))),
     ("argsort out short", ValueError, "out: n=1000 exceeds the array's 999 elements by 1",
      lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 999, np.uint32))),
-    ("module sort on numpy", TypeError, "expected a pyopencl.array.Array, got ndarray",
-     lambda s, q: clradix.sort(s["keys"])),
-    ("module sort 2-D", ValueError, "expected a 1-D array, got shape (2, 500)",
-     lambda s, q: clradix.sort(s["d_keys"].reshape(2, 500))),
+    ("module sort on a list", TypeError,
+     "expected a pyopencl.array.Array or a numpy array, got list",
+     lambda s, q: clradix.sort(list(s["keys"]))),
+    ("module sort 3-D", ValueError, "expected a 1-D or 2-D array, got shape (2, 2, 250)",
+     lambda s, q: clradix.sort(s["d_keys"].reshape(2, 2, 250))),
 ]
 
 

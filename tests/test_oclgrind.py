@@ -43,13 +43,14 @@ import pyopencl.characterize
 import pytest
 
 import clradix
-from clradix import onesweep
+from clradix import onesweep, segmented
 from clradix import sizes
 from clradix.device import DeviceProfile
 from clradix.policy import RANKINGS, ranking_backends
 
 import conftest
 from data import float_specials
+from test_segmented import check_segments
 
 pytestmark = pytest.mark.skipif(
     "oclgrind" not in os.environ.get("CLRADIX_TEST_DEVICES", "").lower(),
@@ -391,3 +392,44 @@ def test_topk_many_tiles_per_group(g, rng):
     a = (rng.integers(0, 40, 2 * 1500).astype(np.float32) - 20).reshape(2, 1500)
     for k in (3, 700):
         g.keep(*conftest.check_topk(g.queue, a, k, selector=sel, to_device=g.to_device))
+
+
+# ----------------------------------------------------------------------------- segmented sort
+# Tiles of 64 keys, two emulated subgroups of 16: segments of every tier (empty, one key, one
+# tile, past a tile, blocks of two tiles), with keys outside every segment, and rows.
+
+SEG_POLICY = clradix.SegmentPolicy(wg_size=WG, items_per_thread=IPT, ranking="local",
+                                   sg_size=16, blocks_per_segment=2)
+SEG_LENS = [0, 1, 5, TILE, TILE + 1, 0, 4 * TILE + 5, 2, 40, 3]
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+@pytest.mark.parametrize("dtype", ["float32", "uint64", "int8"])
+def test_segmented(g, rng, dtype, mode):
+    sorter = g.sorter(segment_policy=SEG_POLICY)
+    offsets = 3 + np.concatenate([[0], np.cumsum(SEG_LENS)])
+    keys = float_specials(rng, np.dtype(dtype), int(offsets[-1]) + 2)
+    values = _values(rng, keys.size, VALUE_DTYPE[dtype]) if mode == "pairs" else None
+    check_segments(g.queue, sorter, keys, offsets, mode, values=values, descending=True,
+                   to_device=g.to_device)
+    check_segments(g.queue, sorter, keys, offsets, mode, values=values, begin_bit=2, end_bit=7,
+                   offsets_dtype=np.int64, to_device=g.to_device)
+
+
+def test_segmented_rows_and_invalid_offsets(g, rng):
+    """Rows of half a tile (two per work-group), rows of several tiles, and offsets that fail
+    the device's check (nothing is written)."""
+    sorter = g.sorter(segment_policy=SEG_POLICY)
+    codec = clradix.key_codec(np.float32)
+    for rows, row_len in ((5, TILE // 2), (2, 3 * TILE + 1)):
+        x = float_specials(rng, np.float32, rows * row_len)
+        d = g.to_device(x)
+        keys = clradix.arguments.operand(d, g.context, "keys")
+        segmented.sort_rows(sorter, g.queue, codec, keys, rows, row_len).wait()
+        np.testing.assert_array_equal(
+            d.get().reshape(rows, row_len),
+            np.sort(x.reshape(rows, row_len), axis=-1, kind="stable"))
+    x = float_specials(rng, np.float32, 100)
+    d = g.to_device(x)
+    sorter.sort(g.queue, d, segments=g.to_device(np.array([0, 70, 60, 100], np.int32))).wait()
+    np.testing.assert_array_equal(d.get().view(np.uint32), x.view(np.uint32))
