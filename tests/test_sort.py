@@ -230,7 +230,8 @@ def test_trace_names_every_command(ctx, queue, rng, algorithm):
     if algorithm == "reduce_then_scan":
         passes = [f"rts_{k} {p}" for p in range(3) for k in ("count", "scan", "scatter")]
     else:
-        passes = ["os_histogram", "os_bins"] + [f"os_pass {p}" for p in range(3)]
+        passes = (["fill histogram", "os_histogram", "os_bins"]
+                  + [f"os_pass {p}" for p in range(3)])
     assert names == passes + ["copy keys"]
     assert driver.trace[-1][1] == evt
     order = np.argsort(keys & np.uint32(0xFFFFFF), kind="stable")
