@@ -44,13 +44,21 @@ class _Planner:
         self.drivers = {}
         self._ready = {}   # call configuration -> (profiles version, what prepare() returned)
         self._caps = {}
+        self._epoch = 0    # grows whenever what was prepared before may be stale
         self._lock = threading.RLock()
+
+    @property
+    def generation(self):
+        """Changes whenever a prepared driver may be stale (clear, a learned limit, a device
+        profile replaced): callers that keep prepared drivers compare it."""
+        return (self._epoch, self.profiles.version)
 
     def clear(self):
         """Forget the built drivers (they are built again, from the program cache, on next use)."""
         with self._lock:
             self.drivers.clear()
             self._ready.clear()
+            self._epoch += 1
 
     def capped_profile(self, device, config):
         """The device's profile, its max_wg_size lowered to the cap learned for ``config``."""
@@ -71,6 +79,7 @@ class _Planner:
                               f"device", RuntimeWarning, stacklevel=5)
             self._caps[(device.int_ptr, config)] = cap
             self._ready.clear()
+            self._epoch += 1
 
     def remembered(self, key, make):
         """``make()``'s result for the call configuration ``key``, remembered for the last
