@@ -8,6 +8,8 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
     topk     top-k on one device beside torch.topk
     large    sorts too large for CI (2^31 keys), checked in full on the host
     stress   onesweep's ring-wrapping cases many times in fresh processes with a time limit
+    latency  per-call cost of small and mid sorts (single call, stream, host enqueue time)
+             beside CuPy, torch and numpy
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -18,9 +20,10 @@ when any case gave a wrong result or raised; each failure is printed with its ca
 import argparse
 import sys
 
-from . import gpu, large, matrix, stress, topk
+from . import gpu, large, latency, matrix, stress, topk
 
-COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "large": large, "stress": stress}
+COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "large": large, "stress": stress,
+            "latency": latency}
 
 
 def main(argv=None):
