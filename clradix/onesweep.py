@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from .digit_passes import DigitPasses
+from .reduce_then_scan import single_wg_sequence
 from .policy import ONESWEEP_PORTION
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
@@ -103,3 +104,25 @@ def _c_version(device):
     """(major, minor) of the device's OpenCL C (CL_DEVICE_OPENCL_C_VERSION, "OpenCL C 3.1 ...")."""
     m = re.match(r"OpenCL C (\d+)\.(\d+)", getattr(device, "opencl_c_version", "") or "")
     return (int(m.group(1)), int(m.group(2))) if m else (1, 2)
+
+
+class OnesweepSmall(Onesweep):
+    """A sort of at most one tile of keys by one work-group in one launch (os_small): every
+    8-bit digit ranked as onesweep's passes rank them, in local memory."""
+
+    kernel_names = ("os_small",)
+
+    def __init__(self, *args):
+        DigitPasses.__init__(self, *args)
+        ulong, uint = np.uint64, np.uint32
+        vals = [None, ulong, None, ulong, uint] if self.value_t else []
+        self.arg_types = {"os_small": [None, ulong, None, ulong] + vals
+                          + [uint, uint, uint, self.codec.unsigned_dtype.type, uint]}
+
+    @classmethod
+    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        return 0   # the keys stay in local memory
+
+    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+        single_wg_sequence(self, seq, "os_small", n, begin_bit, end_bit, descending, argsort,
+                           values)

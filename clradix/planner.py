@@ -16,7 +16,7 @@ from dataclasses import replace
 from .device import Profiles
 from .driver import WorkGroupLimitError
 from .keys import VALUE_CL_TYPES
-from .onesweep import Onesweep
+from .onesweep import Onesweep, OnesweepSmall
 from .policy import PolicyError, plan_sort, pow2_floor, validate, without_ranking
 from .radix_select import RadixSelect
 from .reduce_then_scan import ReduceThenScan, SingleWorkGroup
@@ -26,6 +26,14 @@ from .topk_policy import RADIX, plan_topk
 from .tuning import tuned_table
 
 DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup}
+
+
+def driver_class(policy):
+    """The driver of ``policy``: its algorithm's, and for one work-group with 8-bit digits the
+    one that ranks them as onesweep does."""
+    if policy.algorithm == "single_wg" and policy.radix_bits == 8:
+        return OnesweepSmall
+    return DRIVERS[policy.algorithm]
 
 # How many call configurations (device, keys, values, sizes) a planner remembers the driver of: a
 # repeated call skips planning and validation (about half of a small sort's host time on PoCL).
@@ -151,7 +159,7 @@ class SortPlanner(_Planner):
             try:
                 return self.built(
                     (device.int_ptr, policy, codec.dtype, value_t, index_name),
-                    lambda: DRIVERS[policy.algorithm](self.programs, device, profile, policy,
+                    lambda: driver_class(policy)(self.programs, device, profile, policy,
                                                       codec, value_t, index_name, index_np))
             except WorkGroupLimitError as exc:
                 self.learn_cap(device, (codec.dtype, value_bytes, index_name), exc,
@@ -175,7 +183,7 @@ class SortPlanner(_Planner):
     def temp_bytes(self, device, codec, value_bytes, n, passes):
         """Bytes of temporary memory an in-place sort of ``n`` keys asks for (builds nothing)."""
         profile, policy = self.plan(device, codec, value_bytes, n)
-        return DRIVERS[policy.algorithm].temp_bytes(policy, profile, n, codec.itemsize,
+        return driver_class(policy).temp_bytes(policy, profile, n, codec.itemsize,
                                                     value_bytes, passes(policy.radix_bits))
 
 

@@ -73,16 +73,22 @@ class SingleWorkGroup(DigitPasses):
         return 0   # the keys stay in local memory
 
     def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
-        """The whole sort in one launch: keys_in to keys_out (or only read, argsort), values from
-        vals_in (or the indices) to vals_out, every split pass in local memory."""
-        keys = [Buf(KEYS_IN), Off(KEYS_IN)]
-        args = keys + keys
-        if argsort:
-            out = [Buf(VALS_OUT), Off(VALS_OUT)]
-            args += out + out + [1]
-        elif values:
-            vals = [Buf(VALS_IN), Off(VALS_IN)]
-            args += vals + vals + [0]
-        args += [n, begin_bit, end_bit, self.codec.flip(descending), int(not argsort)]
-        wg = self.policy.wg_size
-        seq.launch("rts_small", "rts_small", (wg,), (wg,), args)
+        single_wg_sequence(self, seq, "rts_small", n, begin_bit, end_bit, descending, argsort,
+                           values)
+
+
+def single_wg_sequence(driver, seq, kernel, n, begin_bit, end_bit, descending, argsort, values):
+    """The whole sort in one launch of ``kernel`` (rts_small, os_small: the same parameters):
+    keys_in to keys_out (or only read, argsort), values from vals_in (or the indices) to vals_out,
+    every pass in local memory."""
+    keys = [Buf(KEYS_IN), Off(KEYS_IN)]
+    args = keys + keys
+    if argsort:
+        out = [Buf(VALS_OUT), Off(VALS_OUT)]
+        args += out + out + [1]
+    elif values:
+        vals = [Buf(VALS_IN), Off(VALS_IN)]
+        args += vals + vals + [0]
+    args += [n, begin_bit, end_bit, driver.codec.flip(descending), int(not argsort)]
+    wg = driver.policy.wg_size
+    seq.launch(kernel, kernel, (wg,), (wg,), args)
