@@ -264,8 +264,7 @@ def _small_policy(profile, codec, value_bytes, fields):
     nvidia = profile.is_gpu and profile.is_nvidia and "ptx" in ranking_backends(profile)
     pol = replace(_DEFAULTS["nvidia-single" if nvidia else "small"],
                   **{k: v for k, v in fields.items() if k != "algorithm"})
-    if pol.radix_bits == 8 and "ranking" not in fields and pol.ranking not in ranking_backends(
-            profile):
+    if pol.radix_bits == 8 and "ranking" not in fields:
         best = ranking_backends(profile)[0]
         pol = replace(pol, ranking=best, sg_size=32 if best in ("ptx", "local") else 16)
     if "wg_size" not in fields:
