@@ -43,6 +43,8 @@ class SortPolicy:
     tail_bits: int = 4            # onesweep, ring_guard="tail": out-of-order slack of the tail
     max_registers: int = 0        # NVIDIA only: -cl-nv-maxrregcount (0: the compiler's choice)
     force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
+    fused_scan: bool = False      # reduce-then-scan: each scatter block scans the digit counts
+    #                               itself (2 launches per pass instead of 3)
 
     @property
     def tile(self):
@@ -70,7 +72,8 @@ class SortPolicy:
         return (self.tile * (key_bytes + 2)      # keys of the tile + their source positions
                 + sub * self.wg_size * 4         # split counters
                 + self.wg_size * 4               # scan scratch
-                + self.radix * (8 + index_bytes))  # run starts/ends + running offsets
+                + self.radix * (8 + index_bytes)   # run starts/ends + running offsets
+                + (self.radix + self.wg_size) * index_bytes * self.fused_scan)  # digit totals
 
 
 # Built-in defaults, by device type. Each entry says where it came from.
@@ -105,10 +108,13 @@ _DEFAULTS = {
     # the best of 256 x {8, 12, 16, 24} (u32 13.58 ms; 256x24 14.73).
     "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
                          ranking="ptx", sg_size=32),
-    # ... and below 2^18 reduce-then-scan 8-bit 256x16 (fewer launches): u32 2^16 0.264 ms,
+    # ... and below 2^18 reduce-then-scan 8-bit 256x16, each scatter block scanning the digit
+    # counts itself (8 launches for 32-bit keys instead of 12; at most 64 blocks below 2^18 keys
+    # read 256 x 64 counts each; untimed: the latency benchmark's --variants compare it with
+    # fused_scan=False and onesweep). Before the fusion: u32 2^16 0.264 ms,
     # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
     "nvidia-small": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256,
-                               items_per_thread=16, blocks_per_cu=8),
+                               items_per_thread=16, blocks_per_cu=8, fused_scan=True),
 }
 
 

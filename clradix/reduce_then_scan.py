@@ -21,6 +21,9 @@ class ReduceThenScan(DigitPasses):
             "rts_scatter": [None, ulong, None, ulong] + vals
                            + [None, idx, idx, uint, uint, uint, key_np, uint]}
 
+    def template_params(self, policy):
+        return dict(fused_scan=bool(policy.fused_scan))
+
     @staticmethod
     def grid(policy, profile, n):
         """(tiles per block, blocks) for n keys."""
@@ -48,7 +51,8 @@ class ReduceThenScan(DigitPasses):
             mask = (1 << bits) - 1
             seq.launch(f"rts_count {p}", "rts_count", gsize, lsize,
                        [kin, kin_off, counts, n, tpb, blocks, shift, mask, flip])
-            seq.launch(f"rts_scan {p}", "rts_scan", lsize, lsize, [counts, m])
+            if not self.policy.fused_scan:
+                seq.launch(f"rts_scan {p}", "rts_scan", lsize, lsize, [counts, m])
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
             seq.launch(f"rts_scatter {p}", "rts_scatter", gsize, lsize,
                        bufs + [counts, n, tpb, blocks, shift, mask, flip, write_keys])
@@ -67,6 +71,9 @@ class SingleWorkGroup(DigitPasses):
         vals = [None, ulong, None, ulong, uint] if self.value_t else []
         self.arg_types = {"rts_small": [None, ulong, None, ulong] + vals
                           + [uint, uint, uint, self.codec.unsigned_dtype.type, uint]}
+
+    def template_params(self, policy):
+        return dict(fused_scan=False)
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):

@@ -253,6 +253,15 @@ def test_single_wg_8bit_ranking(g, rng, dtype, mode):
         check_sort(g, sorter, keys, mode, begin_bit=3, end_bit=14, rng=rng)
 
 
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+def test_reduce_then_scan_fused_scan(g, rng, mode):
+    """reduce-then-scan whose scatter blocks scan the digit counts themselves (fused_scan)."""
+    sorter = g.sorter(radix_bits=8, fused_scan=True, **POLICIES["reduce_then_scan"])
+    keys = float_specials(rng, np.float32, SIZES["reduce_then_scan"])
+    check_sort(g, sorter, keys, mode, rng=rng)
+    check_sort(g, sorter, keys, mode, descending=True, begin_bit=4, end_bit=28, rng=rng)
+
+
 @pytest.mark.parametrize("dtype", OTHER_DTYPES, ids=str)
 @pytest.mark.parametrize("algorithm", list(POLICIES))
 def test_other_key_kinds(g, rng, algorithm, dtype):
