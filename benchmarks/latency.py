@@ -29,7 +29,9 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
+from clradix.device import DeviceProfile
 from clradix.keys import key_codec
+from clradix.policy import PolicyError, validate
 
 from . import common, impls, report
 
@@ -48,13 +50,24 @@ def add_arguments(ap):
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="key dtypes (uint32,float32)")
     ap.add_argument("--variants", help="clradix variants, NAME:FIELD=VALUE,...;... (SortPolicy "
                                        "fields, e.g. 'os:algorithm=onesweep;rts:algorithm="
-                                       "reduce_then_scan'); the planner's choice is always timed")
+                                       "reduce_then_scan'), or a preset: " + ", ".join(
+                                           f"{k} = '{v}'" for k, v in PRESETS.items())
+                    + "; the planner's choice is always timed; a variant that cannot run a "
+                      "case (a single work-group above its tile) skips it")
     ap.add_argument("--no-numpy", action="store_true", help="leave numpy out")
 
 
+# --variants presets: the alternatives of the NVIDIA planner's small and mid sizes
+PRESETS = {
+    "nvidia": ("rts3:fused_scan=False;os:algorithm=onesweep;"
+               "split4:algorithm=single_wg,radix_bits=4,items_per_thread=16"),
+}
+
+
 def parse_variants(text):
-    """[(name, overrides)] from 'name:field=value,field=value;name2:...'."""
+    """[(name, overrides)] from 'name:field=value,field=value;name2:...' (or a preset name)."""
     out = []
+    text = PRESETS.get((text or "").strip(), text)
     for part in filter(None, (p.strip() for p in (text or "").split(";"))):
         name, _, fields = part.partition(":")
         overrides = {}
@@ -347,6 +360,16 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
     cuda = isinstance(impl, (CupyCalls, TorchCalls))
     fields = common.host_fields() if host else where if not cuda else dict(
         device="CUDA", device_full="CUDA", driver="")
+    if isinstance(impl, ClradixCalls) and impl.name != "clradix":
+        try:   # a variant that cannot run this case (single_wg above its tile) skips it
+            impl.sorter.temp_bytes(n, dtype, np.uint32 if op != "sort" else None)
+            pol = impl.sorter.plan(impl.queue.device, dtype, n, np.uint32 if op != "sort" else None)
+            validate(pol, DeviceProfile.from_device(impl.queue.device), np.dtype(dtype).itemsize,
+                     4, 4 if op != "sort" else 0, n)
+        except PolicyError as exc:
+            print(f"{impl.name[:22]:22s} {op:8s} {dtype:8s} {report.size_label(n):>6s} "
+                  f"skipped: {str(exc)[:70]}", flush=True)
+            return
     with run.guard(f"{impl.name} {op} {dtype} n={report.size_label(n)}"):
         times, got = impl.run(op, keys.copy(), repeat)
         stable = isinstance(impl, ClradixCalls) or (host and impl.kind == "stable") \
@@ -356,7 +379,11 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
         if isinstance(impl, ClradixCalls):
             pol = impl.sorter.plan(impl.queue.device, dtype, n,
                                    np.uint32 if op != "sort" else None)
-            policy = f"{pol.algorithm} {pol.radix_bits}b {pol.wg_size}x{pol.items_per_thread}"
+            policy = (f"{pol.algorithm} {pol.radix_bits}b {pol.wg_size}x{pol.items_per_thread}"
+                      + (" fused_scan" if pol.fused_scan and pol.algorithm == "reduce_then_scan"
+                         else "")
+                      + (f" {pol.ranking}" if pol.algorithm == "onesweep" or (
+                          pol.algorithm == "single_wg" and pol.radix_bits == 8) else ""))
             times["host_per_floor"] = times["host_us"] / floor
         run.record(fields, impl.name, op, dtype, n, ok=ok, policy=policy, **times)
         f = lambda k, w, p=1: f"{times[k]:{w}.{p}f}" if k in times else " " * w  # noqa: E731
