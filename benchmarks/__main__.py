@@ -10,6 +10,8 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
     large    sorts too large for CI (2^31 keys), checked in full on the host
     stress   onesweep's ring-wrapping cases many times in fresh processes with a time limit
     dask     clradix.dask (sort, top-k) on 1 worker and device vs 2, beside numpy chunk functions
+    latency  per-call cost of small and mid sorts (single call, stream, host enqueue time)
+             beside CuPy, torch and numpy
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -20,10 +22,10 @@ when any case gave a wrong result or raised; each failure is printed with its ca
 import argparse
 import sys
 
-from . import dask_scaling, gpu, large, matrix, segmented, stress, topk
+from . import dask_scaling, gpu, large, latency, matrix, segmented, stress, topk
 
 COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
-            "stress": stress, "dask": dask_scaling}
+            "stress": stress, "dask": dask_scaling, "latency": latency}
 
 
 def main(argv=None):

@@ -11,6 +11,8 @@
 ##                  take_tile, load_keys, count_digits, claim_slot, publish (the counts),
 ##                  rank_keys, rake_scan_counts, scatter_to_local, look_back, publish_prefix,
 ##                  release_slot, scatter_keys, scatter_values.
+##   os_small     - a whole sort of at most one tile by one work-group: os_pass's ranking and
+##                  placement in local memory for every digit, then one write.
 ##
 ## Work-groups talk to each other only through the status ring, the done words and the counters,
 ## and only with atomic functions (status_load, status_store): by OpenCL's rules a plain access
@@ -704,6 +706,91 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
                    vals_iota, portion_start, base, valid, (__local VALUE_T*)lraw, lbase, w, lane,
                    lid);
 % endif
+}
+
+/* A whole sort of n <= TILE keys by one work-group in one launch, with os_pass's ranking: for
+   each digit of [begin_bit, end_bit), the tile's keys are ranked stably by the digit (rank_keys,
+   rake_scan_counts) and placed in local memory in digit order (scatter_to_local), where the
+   next digit's ranking reads them, keeping their source positions beside them; then one write.
+   Keys and values may be in place: everything is read before anything is written. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+void os_small(${common.stream_params(value_t, 14, restrict=False) | trim}
+              uint n, uint begin_bit, uint end_bit, KEY_T flip, uint write_keys)
+{
+    __local ulong2 lraw[${(TILE * key_bytes + 15) // 16}];
+% if value_t:
+    __local ushort lperm[TILE];
+% endif
+    __local uint lcount[NW * RADIX];
+    __local uint lscan[WG];
+    __local uint lsg[WG];
+    __local KEY_T* lkeys = (__local KEY_T*)lraw;
+    const uint lid = get_local_id(0);
+    const uint lane = sg_lane();
+    const uint w = sg_id();
+    keys_in += keys_in_off;
+    keys_out += keys_out_off;
+    KEY_T k[IPT];
+    uint dig[IPT];
+% if value_t:
+    ushort src[IPT];
+% endif
+    for (uint shift = begin_bit; shift < end_bit; shift += ${radix_bits}) {
+        const uint mask = (1u << min((uint)${radix_bits}, end_bit - shift)) - 1u;
+        if (shift == begin_bit) {
+            load_keys(k, dig, keys_in, 0, n, shift, mask, flip, w, lane);
+        } else {
+${unroll}
+            for (uint i = 0; i < IPT; ++i) {
+                const uint j = w * SG * IPT + i * SG + lane;
+                k[i] = j < n ? lkeys[j] : (KEY_T)0;
+                dig[i] = j < n ? digit_of(k[i], shift, mask, flip) : RADIX;
+            }
+        }
+% if value_t:
+${unroll}
+        for (uint i = 0; i < IPT; ++i) {
+            const uint j = w * SG * IPT + i * SG + lane;
+            src[i] = shift == begin_bit ? (ushort)j : (j < n ? lperm[j] : (ushort)0);
+        }
+% endif
+        for (uint e = lid; e < NW * RADIX; e += WG)
+            lcount[e] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        rank_keys(dig, lcount, lsg, w, lane);
+        rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint dest[IPT];
+        scatter_to_local(dest, dig, k, lcount, lkeys, w);
+% if value_t:
+${unroll}
+        for (uint i = 0; i < IPT; ++i)
+            if (dest[i] < TILE)
+                lperm[dest[i]] = src[i];
+% endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+% if value_t:
+    vals_in += vals_in_off;
+    vals_out += vals_out_off;
+    VALUE_T v[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < n)
+            v[i] = value_at(vals_in, lperm[j], 0, vals_iota);
+    }
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < n) {
+            if (write_keys)
+                keys_out[j] = lkeys[j];
+% if value_t:
+            vals_out[j] = v[i];
+% endif
+        }
+    }
 }
 
 % if iota_ok:

@@ -13,7 +13,9 @@
 ## onesweep.cl.mako for why static).
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits, wg, ipt,
-## value_t (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong").
+## value_t (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
+## fused_scan (rts_scatter takes rts_count's counts as they are and scans them itself, block by
+## block: a pass is two launches, rts_count and rts_scatter).
 <%namespace name="common" file="common.mako"/>
 <%
     SUB_BITS = min(radix_bits, 4)
@@ -38,6 +40,9 @@ ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 % endif
 ${common.rake_scan_fn("rake_scan_index", "INDEX_T", "__global", "wg_scan_index")}
 ${common.rake_scan_fn("rake_scan_local", "uint", "__local", "wg_scan_uint", per="SUB")}
+% if fused_scan:
+${common.rake_scan_fn("rake_scan_totals", "INDEX_T", "__local", "wg_scan_index")}
+% endif
 
 /* The steps of the tile sorts (rts_scatter, rts_small). Work-item lid holds items k[i], src[i]:
    the tile's keys and their positions lid*IPT + i; positions >= valid are padding, with the
@@ -258,11 +263,35 @@ void rts_scatter(${common.stream_params(value_t, 17) | trim}
     const INDEX_T num_tiles = (n + TILE - 1) / TILE;
     const INDEX_T t0 = (INDEX_T)block * tiles_per_block;
     const INDEX_T t1 = min(t0 + tiles_per_block, num_tiles);
+% if fused_scan:
+    /* offsets holds the counts: digit d of this block starts after every key of a smaller digit
+       and after digit d's keys in the blocks before this one */
+    __local INDEX_T ltotal[RADIX];
+    __local INDEX_T lscan_index[WG];
+    for (uint e = lid; e < RADIX; e += WG) {
+        INDEX_T total = 0, before = 0;
+        for (uint b = 0; b < num_blocks; ++b) {
+            const INDEX_T c = offsets[(INDEX_T)e * num_blocks + b];
+            before += b < block ? c : (INDEX_T)0;
+            total += c;
+        }
+        ltotal[e] = total;
+        lrun[e] = before;
+        lstart[e] = 0;
+        lend[e] = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    rake_scan_totals(ltotal, ltotal, RADIX, lscan_index, lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < RADIX; e += WG)
+        lrun[e] += ltotal[e];
+% else:
     for (uint e = lid; e < RADIX; e += WG) {
         lrun[e] = offsets[(INDEX_T)e * num_blocks + block];
         lstart[e] = 0;
         lend[e] = 0;
     }
+% endif
 
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T base = t * TILE;

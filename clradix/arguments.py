@@ -109,6 +109,10 @@ def attach_event(array, evt, replaced=()):
     """
     if array is None:
         return
+    events = array.events
+    if len(events) == len(replaced) <= 1 and (not events or events[0] is replaced[0]):
+        events[:] = [evt]   # the common case: the array's one event (or none) is replaced
+        return
     gone = {e.int_ptr for e in replaced}
     array.events[:] = [e for e in array.events if e.int_ptr not in gone] + [evt]
 

@@ -8,6 +8,7 @@ import numpy as np
 import pyopencl as cl
 
 from .driver import Driver, check_wg_limits
+from .launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, KernelSlot, LaunchSequence, Off
 from .sizes import index_bytes
 
 
@@ -39,8 +40,10 @@ class DigitPasses(Driver):
     """Base of the sort drivers (reduce_then_scan.py, onesweep.py; contract in driver.py).
     ``temp_bytes(policy, profile, n, key_bytes, value_bytes, passes)`` is an in-place sort's
     temporary memory: a ping-pong buffer of the keys (and values) and the algorithm's own
-    ``extra_bytes``. Multi-pass drivers implement ``enqueue_passes``; the single work-group sort
-    overrides ``enqueue`` and ``temp_bytes``.
+    ``extra_bytes``. A call configuration becomes a ready :class:`~clradix.launches.LaunchSequence`
+    once (``sequence``, remembered for the last READY_SEQUENCES configurations); multi-pass
+    drivers describe their passes in ``sequence_passes``, the single work-group sort overrides
+    ``sequence`` and ``temp_bytes``. ``arg_types`` types each kernel's arguments (None: a buffer).
     """
 
     template = None
@@ -65,10 +68,22 @@ class DigitPasses(Driver):
         self.program = programs.get(self.template, params, options)
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
         check_wg_limits(self.kernels, device, policy.wg_size, profile.describe())
+        self.arg_types = {}
+        self._slots = {}
+        self._sequences = {}
         self.iota = None
         if value_t in ("uint", "ulong"):
             self.iota = cl.Kernel(self.program, "rts_iota")
             self.iota.set_scalar_arg_dtypes([None, np.uint64, self.index_np])
+
+    def kernel_slot(self, name, position):
+        """The kernel object of the ``position``-th launch of kernel ``name`` in a sequence (made
+        on first use; the first position uses the driver's own kernel object)."""
+        slot = self._slots.get((name, position))
+        if slot is None:
+            knl = self.kernels[name] if position == 0 else cl.Kernel(self.program, name)
+            slot = self._slots[(name, position)] = KernelSlot(knl)
+        return slot
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
@@ -104,22 +119,54 @@ class DigitPasses(Driver):
         return args, int(kout is not None)
 
     def enqueue(self, queue, job, alloc, wait):
-        """The digit passes of ``job`` between ping-pong buffers, and the copy home an in-place
-        sort with an odd number of passes owes."""
-        passes = digit_passes(self.policy.radix_bits, job.begin_bit, job.end_bit)
-        key_io, key_copy = stream(job.keys_in, job.keys_out, len(passes), alloc,
-                                  job.n * job.key_bytes)
-        val_io = val_copy = None
-        if job.vals_out is not None:
-            val_io, val_copy = stream(job.vals_in, job.vals_out, len(passes), alloc,
-                                      job.n * job.value_bytes)
-        evt = self.enqueue_passes(queue, job.n, passes, job.descending, key_io, val_io, job.iota,
-                                  alloc, wait)
-        for name, copy, width in (("copy keys", key_copy, job.key_bytes),
-                                  ("copy values", val_copy, job.value_bytes)):
+        """Enqueue ``job`` (a SortJob) by its configuration's ready launch sequence."""
+        seq = self.sequence(job.n, job.begin_bit, job.end_bit, job.descending,
+                            job.keys_out is None, job.vals_out is not None)
+        kin, kout = job.keys_in, job.keys_out or (None, 0)
+        vin, vout = job.vals_in or (None, 0), job.vals_out or (None, 0)
+        return seq.run(queue, (kin[0], kout[0], vin[0], vout[0]),
+                       (kin[1], kout[1], vin[1], vout[1]), alloc, wait, self.trace)
+
+    def sequence(self, n, begin_bit, end_bit, descending, argsort, values):
+        """The ready launch sequence of a call configuration: ``n`` keys sorted by bits
+        [begin_bit, end_bit), in place (with values in place when ``values``) or, ``argsort``,
+        from the keys (only read) to the indices (the VALS_OUT slot)."""
+        key = (n, begin_bit, end_bit, descending, argsort, values)
+        seq = self._sequences.get(key)
+        if seq is None:
+            seq = LaunchSequence(self)
+            self.build_sequence(seq, n, begin_bit, end_bit, descending, argsort, values)
+            self._sequences[key] = seq
+            while len(self._sequences) > READY_SEQUENCES:
+                self._sequences.pop(next(iter(self._sequences)))
+        return seq
+
+    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+        """The digit passes between ping-pong buffers, and the copy home an in-place sort with an
+        odd number of passes owes."""
+        passes = digit_passes(self.policy.radix_bits, begin_bit, end_bit)
+        kb = self.codec.itemsize
+        vb = VALUE_BYTES[self.value_t] if self.value_t else 0
+        keys = (Buf(KEYS_IN), Off(KEYS_IN))
+        if argsort:
+            key_io, key_copy = stream(keys, None, len(passes), seq.temp, n * kb)
+            val_io, val_copy = stream(None, (Buf(VALS_OUT), Off(VALS_OUT)), len(passes),
+                                      seq.temp, n * vb)
+        else:
+            key_io, key_copy = stream(keys, keys, len(passes), seq.temp, n * kb)
+            val_io = val_copy = None
+            if values:
+                vals = (Buf(VALS_IN), Off(VALS_IN))
+                val_io, val_copy = stream(vals, vals, len(passes), seq.temp, n * vb)
+        self.sequence_passes(seq, n, passes, descending, key_io, val_io, argsort)
+        for name, copy, width in (("copy keys", key_copy, kb), ("copy values", val_copy, vb)):
             if copy is not None:
-                evt = self._traced(name, _enqueue_copy(queue, copy, job.n * width, width, evt))
-        return evt
+                seq.copy(name, copy[0], copy[1], n * width, width)
+
+
+# How many call configurations a driver keeps the ready launch sequence of.
+READY_SEQUENCES = 64
+VALUE_BYTES = {"uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}
 
 
 def digit_passes(radix_bits, begin_bit, end_bit):
@@ -127,17 +174,17 @@ def digit_passes(radix_bits, begin_bit, end_bit):
     return [(s, min(radix_bits, end_bit - s)) for s in range(begin_bit, end_bit, radix_bits)]
 
 
-def stream(src, dst, npasses, alloc, nbytes):
+def stream(src, dst, npasses, temp, nbytes):
     """(input, output) of each pass for one stream (keys or values), and the copy still owed.
 
     ``src`` None means the first pass generates the data (argsort's indices); ``dst`` None means the
-    last pass need not write (argsort's keys). In place (src == dst: the same buffer and offset),
-    passes alternate between a
-    temporary and the buffer; an odd pass count leaves the result in the temporary, and the
-    returned copy ``(from, to)`` moves it home.
+    last pass need not write (argsort's keys). In place (src == dst: the same slot and offset),
+    passes alternate between a temporary (``temp(nbytes)``, a (buffer, offset) pair) and the
+    buffer; an odd pass count leaves the result in the temporary, and the returned copy
+    ``(from, to)`` moves it home.
     """
-    if src is not None and dst is not None and src[0] is dst[0] and src[1] == dst[1]:
-        tmp = (alloc(nbytes), 0)
+    if src is not None and dst is not None and src == dst:
+        tmp = temp(nbytes)
         outs = [tmp if p % 2 == 0 else dst for p in range(npasses)]
         copy = (tmp, dst) if npasses % 2 else None
     else:
@@ -153,13 +200,7 @@ def stream(src, dst, npasses, alloc, nbytes):
                 continue
             slot = (back - 1) % 2 if dst is None else 0
             while len(temps) <= slot:
-                temps.append((alloc(nbytes), 0))
+                temps.append(temp(nbytes))
             outs.append(temps[slot])
         copy = None
     return list(zip([src] + outs[:-1], outs)), copy
-
-
-def _enqueue_copy(queue, copy, nbytes, itemsize, evt):
-    (src, src_off), (dst, dst_off) = copy
-    return cl.enqueue_copy(queue, dst, src, byte_count=nbytes, src_offset=src_off * itemsize,
-                           dst_offset=dst_off * itemsize, wait_for=[evt])

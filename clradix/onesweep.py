@@ -11,9 +11,9 @@ beyond the histogram's.
 import re
 
 import numpy as np
-import pyopencl as cl
 
 from .digit_passes import DigitPasses
+from .reduce_then_scan import single_wg_sequence
 from .policy import ONESWEEP_PORTION
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
@@ -52,15 +52,12 @@ class Onesweep(DigitPasses):
         super().__init__(*args)
         ulong, uint, idx = np.uint64, np.uint32, self.index_np
         key_np = self.codec.unsigned_dtype.type
-        self.histogram = self.kernels["os_histogram"]
-        self.histogram.set_scalar_arg_dtypes([None, ulong, idx, None, uint, uint, key_np, None,
-                                              uint])
-        self.bins = self.kernels["os_bins"]
-        self.sweep = self.kernels["os_pass"]
         vals = [None, ulong, None, ulong, uint] if self.value_t else []
-        self.sweep.set_scalar_arg_dtypes(
-            [None, ulong, None, ulong] + vals
-            + [None, uint, uint, None, None, uint, idx, uint, uint, uint, key_np, uint])
+        self.arg_types = {
+            "os_histogram": [None, ulong, idx, None, uint, uint, key_np, None, uint],
+            "os_bins": [None, None],
+            "os_pass": [None, ulong, None, ulong] + vals
+                       + [None, uint, uint, None, None, uint, idx, uint, uint, uint, key_np, uint]}
 
     @staticmethod
     def status_bytes(policy):
@@ -71,13 +68,13 @@ class Onesweep(DigitPasses):
     def extra_bytes(cls, policy, profile, index_bytes, n, passes):
         return 3 * len(passes) * policy.radix * index_bytes + cls.status_bytes(policy)
 
-    def enqueue_passes(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
+    def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
         pol = self.policy
         wg, radix = pol.wg_size, pol.radix
         flip = self.codec.flip(descending)
         table = len(passes) * radix * self.index_bytes
-        hist, bins_a, bins_b = alloc(table), alloc(table), alloc(table)
-        status = alloc(self.status_bytes(pol))
+        hist, bins_a, bins_b = seq.temp(table)[0], seq.temp(table)[0], seq.temp(table)[0]
+        status = seq.temp(self.status_bytes(pol))[0]
         begin = passes[0][0]
         end = passes[-1][0] + passes[-1][1]
         (kin0, kin0_off), _ = key_io[0]
@@ -86,13 +83,11 @@ class Onesweep(DigitPasses):
         launches = [(p, start, min(PORTION, n - start)) for p in range(len(passes))
                     for start in range(0, n, PORTION)]
         slots = [min(pol.ring_slots, -(-length // pol.tile)) for _, _, length in launches] + [0]
-        evt = cl.enqueue_fill_buffer(queue, hist, self.index_np(0), 0, table, wait_for=wait or None)
+        seq.fill("fill histogram", (hist, 0), self.index_np(0), table)
         hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
-        evt = self._traced("os_histogram", self.histogram(
-            queue, (hist_groups * wg,), (wg,), kin0, kin0_off, n, hist, begin, end, flip,
-            status, slots[0], wait_for=[evt]))
-        evt = self._traced("os_bins", self.bins(queue, (len(passes) * wg,), (wg,), hist, bins_a,
-                                                wait_for=[evt]))
+        seq.launch("os_histogram", "os_histogram", (hist_groups * wg,), (wg,),
+                   [kin0, kin0_off, n, hist, begin, end, flip, status, slots[0]])
+        seq.launch("os_bins", "os_bins", (len(passes) * wg,), (wg,), [hist, bins_a])
         for k, (p, start, length) in enumerate(launches):
             shift, bits = passes[p]
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
@@ -100,14 +95,34 @@ class Onesweep(DigitPasses):
             portion = start // PORTION
             tiles = -(-length // pol.tile)
             b_in, b_out = (bins_a, bins_b) if portion % 2 == 0 else (bins_b, bins_a)
-            args = bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, start, length,
-                           shift, mask, flip, write_keys]
-            evt = self._traced(f"os_pass {p}", self.sweep(queue, (tiles * wg,), (wg,), *args,
-                                                          wait_for=[evt]))
-        return evt
+            seq.launch(f"os_pass {p}", "os_pass", (tiles * wg,), (wg,),
+                       bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, start, length,
+                               shift, mask, flip, write_keys])
 
 
 def _c_version(device):
     """(major, minor) of the device's OpenCL C (CL_DEVICE_OPENCL_C_VERSION, "OpenCL C 3.1 ...")."""
     m = re.match(r"OpenCL C (\d+)\.(\d+)", getattr(device, "opencl_c_version", "") or "")
     return (int(m.group(1)), int(m.group(2))) if m else (1, 2)
+
+
+class OnesweepSmall(Onesweep):
+    """A sort of at most one tile of keys by one work-group in one launch (os_small): every
+    8-bit digit ranked as onesweep's passes rank them, in local memory."""
+
+    kernel_names = ("os_small",)
+
+    def __init__(self, *args):
+        DigitPasses.__init__(self, *args)
+        ulong, uint = np.uint64, np.uint32
+        vals = [None, ulong, None, ulong, uint] if self.value_t else []
+        self.arg_types = {"os_small": [None, ulong, None, ulong] + vals
+                          + [uint, uint, uint, self.codec.unsigned_dtype.type, uint]}
+
+    @classmethod
+    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        return 0   # the keys stay in local memory
+
+    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+        single_wg_sequence(self, seq, "os_small", n, begin_bit, end_bit, descending, argsort,
+                           values)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from .device import Profiles
 from .driver import WorkGroupLimitError
 from .keys import VALUE_CL_TYPES
-from .onesweep import Onesweep
+from .onesweep import Onesweep, OnesweepSmall
 from .policy import PolicyError, plan_sort, pow2_floor, validate, without_ranking
 from .radix_select import RadixSelect
 from .reduce_then_scan import ReduceThenScan, SingleWorkGroup
@@ -26,6 +26,14 @@ from .topk_policy import MIN_WG, plan_topk
 from .tuning import tuned_table
 
 DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup}
+
+
+def driver_class(policy):
+    """The driver of ``policy``: its algorithm's, and for one work-group with 8-bit digits the
+    one that ranks them as onesweep does."""
+    if policy.algorithm == "single_wg" and policy.radix_bits == 8:
+        return OnesweepSmall
+    return DRIVERS[policy.algorithm]
 
 # How many call configurations (device, keys, values, sizes) a planner remembers the driver of: a
 # repeated call skips planning and validation (about half of a small sort's host time on PoCL).
@@ -44,13 +52,21 @@ class _Planner:
         self.drivers = {}
         self._ready = {}   # call configuration -> (profiles version, what prepare() returned)
         self._caps = {}
+        self._epoch = 0    # grows whenever what was prepared before may be stale
         self._lock = threading.RLock()
+
+    @property
+    def generation(self):
+        """Changes whenever a prepared driver may be stale (clear, a learned limit, a device
+        profile replaced): callers that keep prepared drivers compare it."""
+        return (self._epoch, self.profiles.version)
 
     def clear(self):
         """Forget the built drivers (they are built again, from the program cache, on next use)."""
         with self._lock:
             self.drivers.clear()
             self._ready.clear()
+            self._epoch += 1
 
     def capped_profile(self, device, config):
         """The device's profile, its max_wg_size lowered to the cap learned for ``config``."""
@@ -71,6 +87,7 @@ class _Planner:
                               f"device", RuntimeWarning, stacklevel=5)
             self._caps[(device.int_ptr, config)] = cap
             self._ready.clear()
+            self._epoch += 1
 
     def remembered(self, key, make):
         """``make()``'s result for the call configuration ``key``, remembered for the last
@@ -142,7 +159,7 @@ class SortPlanner(_Planner):
             try:
                 return self.built(
                     (device.int_ptr, policy, codec.dtype, value_t, index_name),
-                    lambda: DRIVERS[policy.algorithm](self.programs, device, profile, policy,
+                    lambda: driver_class(policy)(self.programs, device, profile, policy,
                                                       codec, value_t, index_name, index_np))
             except WorkGroupLimitError as exc:
                 self.learn_cap(device, (codec.dtype, value_bytes, index_name), exc,
@@ -166,7 +183,7 @@ class SortPlanner(_Planner):
     def temp_bytes(self, device, codec, value_bytes, n, passes):
         """Bytes of temporary memory an in-place sort of ``n`` keys asks for (builds nothing)."""
         profile, policy = self.plan(device, codec, value_bytes, n)
-        return DRIVERS[policy.algorithm].temp_bytes(policy, profile, n, codec.itemsize,
+        return driver_class(policy).temp_bytes(policy, profile, n, codec.itemsize,
                                                     value_bytes, passes(policy.radix_bits))
 
 

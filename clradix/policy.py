@@ -43,6 +43,8 @@ class SortPolicy:
     tail_bits: int = 4            # onesweep, ring_guard="tail": out-of-order slack of the tail
     max_registers: int = 0        # NVIDIA only: -cl-nv-maxrregcount (0: the compiler's choice)
     force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
+    fused_scan: bool = False      # reduce-then-scan: each scatter block scans the digit counts
+    #                               itself (2 launches per pass instead of 3)
 
     @property
     def tile(self):
@@ -54,6 +56,10 @@ class SortPolicy:
 
     def local_bytes(self, key_bytes, index_bytes, value_bytes=0):
         """Local memory of the largest kernel under this policy."""
+        if self.algorithm == "single_wg" and self.radix_bits == 8:   # os_small
+            return (self.tile * (key_bytes + (2 if value_bytes else 0))  # keys (+ positions)
+                    + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
+                    + self.wg_size * 8 + 16)                           # scan + match scratch
         if self.algorithm == "single_wg":
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
@@ -67,7 +73,8 @@ class SortPolicy:
         return (self.tile * (key_bytes + 2)      # keys of the tile + their source positions
                 + sub * self.wg_size * 4         # split counters
                 + self.wg_size * 4               # scan scratch
-                + self.radix * (8 + index_bytes))  # run starts/ends + running offsets
+                + self.radix * (8 + index_bytes)   # run starts/ends + running offsets
+                + (self.radix + self.wg_size) * index_bytes * self.fused_scan)  # digit totals
 
 
 # Built-in defaults, by device type. Each entry says where it came from.
@@ -85,6 +92,12 @@ _DEFAULTS = {
                                 ranking="intel", sg_size=16),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
     "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
+    # NVIDIA: one work-group ranks 8-bit digits with onesweep's warp ballots (os_small), its tile
+    # as large as local memory allows up to 256 x 32 (8192 uint32 keys, 6144 with uint32 values
+    # on 48 KiB): one launch where reduce-then-scan takes 12. Untimed: the latency benchmark
+    # compares it with the 4-bit split passes (--variants).
+    "nvidia-single": SortPolicy("single_wg", radix_bits=8, wg_size=256, items_per_thread=32,
+                                ranking="ptx", sg_size=32),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
@@ -96,10 +109,13 @@ _DEFAULTS = {
     # the best of 256 x {8, 12, 16, 24} (u32 13.58 ms; 256x24 14.73).
     "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
                          ranking="ptx", sg_size=32),
-    # ... and below 2^18 reduce-then-scan 8-bit 256x16 (fewer launches): u32 2^16 0.264 ms,
+    # ... and below 2^18 reduce-then-scan 8-bit 256x16, each scatter block scanning the digit
+    # counts itself (8 launches for 32-bit keys instead of 12; at most 64 blocks below 2^18 keys
+    # read 256 x 64 counts each; untimed: the latency benchmark's --variants compare it with
+    # fused_scan=False and onesweep). Before the fusion: u32 2^16 0.264 ms,
     # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
     "nvidia-small": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256,
-                               items_per_thread=16, blocks_per_cu=8),
+                               items_per_thread=16, blocks_per_cu=8, fused_scan=True),
 }
 
 
@@ -249,12 +265,24 @@ def _pick_tuned(table, dtype, n):
 
 
 def _small_policy(profile, codec, value_bytes, fields):
-    """The one-work-group policy for this device and key (None if not even 256 keys fit)."""
-    pol = replace(_DEFAULTS["small"], **{k: v for k, v in fields.items() if k != "algorithm"})
+    """The one-work-group policy for this device and key (None if not even 256 keys fit): 8-bit
+    digits ranked as onesweep does on NVIDIA GPUs (the largest items_per_thread that fits), else
+    4-bit split passes (items_per_thread halved until it fits)."""
+    nvidia = profile.is_gpu and profile.is_nvidia and "ptx" in ranking_backends(profile)
+    pol = replace(_DEFAULTS["nvidia-single" if nvidia else "small"],
+                  **{k: v for k, v in fields.items() if k != "algorithm"})
+    if pol.radix_bits == 8 and "ranking" not in fields:
+        best = ranking_backends(profile)[0]
+        pol = replace(pol, ranking=best, sg_size=32 if best in ("ptx", "local") else 16)
     if "wg_size" not in fields:
         pol = replace(pol, wg_size=min(pol.wg_size, pow2_floor(profile.max_wg_size)))
-    while pol.local_bytes(codec.itemsize, 4) > profile.local_mem_bytes and pol.items_per_thread > 1:
-        pol = replace(pol, items_per_thread=pol.items_per_thread // 2)
+    vb = value_bytes or 0
+    # (os_small's tile is sized up to the limit: leave the compiler a little local memory)
+    margin = 1024 if pol.radix_bits == 8 else 0
+    while (pol.local_bytes(codec.itemsize, 4, vb) + margin > profile.local_mem_bytes
+           and pol.items_per_thread > 1):
+        ipt = pol.items_per_thread
+        pol = replace(pol, items_per_thread=ipt - 1 if pol.radix_bits == 8 else ipt // 2)
     return pol if pol.tile >= 256 else None
 
 
@@ -265,8 +293,9 @@ def pow2_floor(x):
 def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None):
     """Raise PolicyError (naming the device) if ``policy`` cannot run there."""
     dev = profile.describe()
-    if policy.algorithm == "onesweep":
-        _validate_onesweep(policy, profile)
+    if policy.algorithm == "onesweep" or (policy.algorithm == "single_wg"
+                                          and policy.radix_bits == 8):
+        _validate_onesweep(policy, profile)   # (os_small ranks as onesweep does)
     if policy.algorithm not in ALGORITHMS:
         raise PolicyError(f"unknown algorithm {policy.algorithm!r}: expected one of {ALGORITHMS}")
     if policy.radix_bits not in RADIX_BITS:

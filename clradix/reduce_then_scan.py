@@ -3,6 +3,7 @@
 import numpy as np
 
 from .digit_passes import DigitPasses
+from .launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
 
 
 class ReduceThenScan(DigitPasses):
@@ -13,14 +14,15 @@ class ReduceThenScan(DigitPasses):
         super().__init__(*args)
         ulong, uint, idx = np.uint64, np.uint32, self.index_np
         key_np = self.codec.unsigned_dtype.type
-        self.count = self.kernels["rts_count"]
-        self.count.set_scalar_arg_dtypes([None, ulong, None, idx, idx, uint, uint, uint, key_np])
-        self.scan = self.kernels["rts_scan"]
-        self.scan.set_scalar_arg_dtypes([None, uint])
-        self.scatter = self.kernels["rts_scatter"]
         vals = [None, ulong, None, ulong, uint] if self.value_t else []
-        self.scatter.set_scalar_arg_dtypes(
-            [None, ulong, None, ulong] + vals + [None, idx, idx, uint, uint, uint, key_np, uint])
+        self.arg_types = {
+            "rts_count": [None, ulong, None, idx, idx, uint, uint, uint, key_np],
+            "rts_scan": [None, uint],
+            "rts_scatter": [None, ulong, None, ulong] + vals
+                           + [None, idx, idx, uint, uint, uint, key_np, uint]}
+
+    def template_params(self, policy):
+        return dict(fused_scan=bool(policy.fused_scan))
 
     @staticmethod
     def grid(policy, profile, n):
@@ -37,28 +39,23 @@ class ReduceThenScan(DigitPasses):
         _, blocks = cls.grid(policy, profile, n)
         return policy.radix * blocks * index_bytes
 
-    def enqueue_passes(self, queue, n, passes, descending, key_io, val_io, iota, alloc, wait):
+    def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
         wg = self.policy.wg_size
         tpb, blocks = self.grid(self.policy, self.profile, n)
         m = self.policy.radix * blocks
-        counts = alloc(m * self.index_bytes)
+        counts = seq.temp(m * self.index_bytes)[0]
         flip = self.codec.flip(descending)
-        gsize = (blocks * wg,)
-        evt_list = wait or None
+        gsize, lsize = (blocks * wg,), (wg,)
         for p, (shift, bits) in enumerate(passes):
             (kin, kin_off), _ = key_io[p]
             mask = (1 << bits) - 1
-            evt = self._traced(f"rts_count {p}", self.count(
-                queue, gsize, (wg,), kin, kin_off, counts, n, tpb, blocks, shift, mask, flip,
-                wait_for=evt_list))
-            evt = self._traced(f"rts_scan {p}", self.scan(queue, (wg,), (wg,), counts, m,
-                                                         wait_for=[evt]))
+            seq.launch(f"rts_count {p}", "rts_count", gsize, lsize,
+                       [kin, kin_off, counts, n, tpb, blocks, shift, mask, flip])
+            if not self.policy.fused_scan:
+                seq.launch(f"rts_scan {p}", "rts_scan", lsize, lsize, [counts, m])
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
-            args = bufs + [counts, n, tpb, blocks, shift, mask, flip, write_keys]
-            evt = self._traced(f"rts_scatter {p}", self.scatter(queue, gsize, (wg,), *args,
-                                                               wait_for=[evt]))
-            evt_list = [evt]
-        return evt
+            seq.launch(f"rts_scatter {p}", "rts_scatter", gsize, lsize,
+                       bufs + [counts, n, tpb, blocks, shift, mask, flip, write_keys])
 
 
 class SingleWorkGroup(DigitPasses):
@@ -71,27 +68,34 @@ class SingleWorkGroup(DigitPasses):
     def __init__(self, *args):
         super().__init__(*args)
         ulong, uint = np.uint64, np.uint32
-        key_np = self.codec.unsigned_dtype.type
         vals = [None, ulong, None, ulong, uint] if self.value_t else []
-        self.small = self.kernels["rts_small"]
-        self.small.set_scalar_arg_dtypes([None, ulong, None, ulong] + vals
-                                         + [uint, uint, uint, key_np, uint])
+        self.arg_types = {"rts_small": [None, ulong, None, ulong] + vals
+                          + [uint, uint, uint, self.codec.unsigned_dtype.type, uint]}
+
+    def template_params(self, policy):
+        return dict(fused_scan=False)
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
         return 0   # the keys stay in local memory
 
-    def enqueue(self, queue, job, alloc, wait):
-        """The whole of ``job`` in one launch: keys_in to keys_out (or only read), values from
-        vals_in (or the indices) to vals_out, every split pass in local memory."""
-        kin, kin_off = job.keys_in
-        kout, kout_off = job.keys_out if job.keys_out is not None else job.keys_in
-        args = [kin, kin_off, kout, kout_off]
-        if self.value_t:
-            (vin, vin_off), (vout, vout_off) = job.vals_in or job.vals_out, job.vals_out
-            args += [vin, vin_off, vout, vout_off, int(job.iota)]
-        args += [job.n, job.begin_bit, job.end_bit, self.codec.flip(job.descending),
-                 int(job.keys_out is not None)]
-        wg = self.policy.wg_size
-        return self._traced("rts_small", self.small(queue, (wg,), (wg,), *args,
-                                                    wait_for=wait or None))
+    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+        single_wg_sequence(self, seq, "rts_small", n, begin_bit, end_bit, descending, argsort,
+                           values)
+
+
+def single_wg_sequence(driver, seq, kernel, n, begin_bit, end_bit, descending, argsort, values):
+    """The whole sort in one launch of ``kernel`` (rts_small, os_small: the same parameters):
+    keys_in to keys_out (or only read, argsort), values from vals_in (or the indices) to vals_out,
+    every pass in local memory."""
+    keys = [Buf(KEYS_IN), Off(KEYS_IN)]
+    args = keys + keys
+    if argsort:
+        out = [Buf(VALS_OUT), Off(VALS_OUT)]
+        args += out + out + [1]
+    elif values:
+        vals = [Buf(VALS_IN), Off(VALS_IN)]
+        args += vals + vals + [0]
+    args += [n, begin_bit, end_bit, driver.codec.flip(descending), int(not argsort)]
+    wg = driver.policy.wg_size
+    seq.launch(kernel, kernel, (wg,), (wg,), args)

@@ -14,9 +14,9 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from .arguments import attach_event, check_disjoint, check_n, check_queue, operand
+from .arguments import Operand, attach_event, check_disjoint, check_n, check_queue, operand
 from . import segmented
-from .digit_passes import SortJob, digit_passes
+from .digit_passes import READY_SEQUENCES, digit_passes
 from .keys import key_codec, value_cl_type
 from .memory import QueuePools, checked_allocator, new_output
 from .planner import SortPlanner
@@ -25,6 +25,7 @@ from .render import programs_for
 from .sizes import output_index_dtype, round_up
 
 _VALUE_ITEMSIZES = (1, 2, 4, 8, 16)
+_NO_QUEUE = object()
 
 
 class Sorter:
@@ -70,6 +71,9 @@ class Sorter:
         self.planner = SortPlanner(self._programs, self.overrides)
         self._lock = threading.RLock()
         self._pools = QueuePools()
+        # call configuration -> (planner generation, driver, its ready launch sequence)
+        self._ready = {}
+        self._queue_checked = _NO_QUEUE
 
     # ------------------------------------------------------------------ public API
 
@@ -91,7 +95,7 @@ class Sorter:
         ``segments`` (num_segments + 1 int32/int64 offsets: a pyopencl Array, or a numpy array)
         sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.segmented).
         """
-        check_queue(self.context, queue)
+        self._check_queue(queue)
         keys = operand(buf, self.context, "keys", dtype=dtype,
                        n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(keys.dtype)
@@ -110,10 +114,11 @@ class Sorter:
             return self._done(queue, evt, wait, keys, vals)
         if n <= 1 or begin_bit == end_bit:
             return self._done(queue, None, wait, keys, vals)
-        kat, vat = keys.at(), (vals.at() if vals else None)   # in place: in and out are one
-        job = SortJob(n, begin_bit, end_bit, descending, codec.itemsize, kat, kat,
-                      vals.dtype.itemsize if vals else 0, vat, vat)
-        evt = self._enqueue(queue, job, codec, allocator, wait)
+        kb, ko = keys.buffer, keys.offset   # in place: in and out are one
+        vb, vo = (vals.buffer, vals.offset) if vals else (None, 0)
+        evt = self._enqueue(queue, codec, vals.dtype.itemsize if vals else 0, n, begin_bit,
+                            end_bit, descending, False, (kb, kb, vb, vb), (ko, ko, vo, vo),
+                            allocator, wait)
         return self._done(queue, evt, wait, keys, vals)
 
     def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
@@ -131,7 +136,7 @@ class Sorter:
         ``segments``, each index is the position within its segment; ``out`` entries outside
         every segment are not written.
         """
-        check_queue(self.context, queue)
+        self._check_queue(queue)
         k = operand(keys, self.context, "keys", dtype=dtype,
                     n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(k.dtype)
@@ -141,7 +146,7 @@ class Sorter:
         if out is None:
             out_arr = new_output(queue, "index output", idx_dtype, (n,),
                                  allocator or self.allocator)
-            o = operand(out_arr, self.context, "out")
+            o = Operand(out_arr.base_data, 0, n, idx_dtype, out_arr, [])
         else:
             o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
             if o.dtype != idx_dtype:
@@ -164,9 +169,9 @@ class Sorter:
                 evt = algo.iota(queue, (round_up(n, 256),), None, o.buffer, o.offset, n,
                                 wait_for=wait or None)
             return out_arr, self._done(queue, evt, wait, o)
-        job = SortJob(n, begin_bit, end_bit, descending, codec.itemsize, k.at(), None,
-                      idx_dtype.itemsize, None, o.at())
-        evt = self._enqueue(queue, job, codec, allocator, wait)
+        evt = self._enqueue(queue, codec, idx_dtype.itemsize, n, begin_bit, end_bit, descending,
+                            True, (k.buffer, None, None, o.buffer), (k.offset, 0, 0, o.offset),
+                            allocator, wait)
         return out_arr, self._done(queue, evt, wait, o)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
@@ -209,6 +214,7 @@ class Sorter:
             self.planner.clear()
             if getattr(self, "_segmented", None) is not None:
                 self._segmented.clear()
+            self._ready.clear()
             self._programs.clear()
 
     # ------------------------------------------------------------------ internals
@@ -231,13 +237,36 @@ class Sorter:
         check_disjoint(keys, vals, "values", "the keys")
         return vals
 
-    def _enqueue(self, queue, job, codec, allocator, wait):
-        """Plan and build for ``job`` (sort and argsort alike), then enqueue it with the driver
-        (under the lock: no two threads set one kernel's arguments at once)."""
-        algo = self.planner.prepare(queue.device, codec, job.value_bytes, job.n)
-        alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
+    def _check_queue(self, queue):
+        """check_queue, skipped for the queue that passed it last (kept alive here)."""
+        if queue is not self._queue_checked:
+            check_queue(self.context, queue)
+            self._queue_checked = queue
+
+    def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
+                 buffers, offsets, allocator, wait):
+        """Enqueue the ready launch sequence of the call configuration (sort and argsort alike;
+        planned, built and made ready on its first call), under the lock: no two threads set one
+        kernel's arguments at once."""
+        device = queue.device
+        key = (device.int_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
+               argsort)
+        ready = self._ready.get(key)
+        generation = self.planner.generation
+        if ready is None or ready[0] != generation:
+            algo = self.planner.prepare(device, codec, value_bytes, n)
+            with self._lock:
+                seq = algo.sequence(n, begin_bit, end_bit, bool(descending), argsort,
+                                    bool(value_bytes) and not argsort)
+                ready = self._ready[key] = (generation, algo, seq)
+                while len(self._ready) > READY_SEQUENCES:
+                    self._ready.pop(next(iter(self._ready)))
+        _, algo, seq = ready
+        alloc = None
+        if seq.temp_sizes:
+            alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
         with self._lock:
-            return algo.enqueue(queue, job, alloc, wait)
+            return seq.run(queue, buffers, offsets, alloc, wait, algo.trace)
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""
@@ -265,6 +294,8 @@ def _value_bytes(value_dtype):
 
 def _bit_range(codec, begin_bit, end_bit):
     bits = codec.bits
+    if end_bit is None and begin_bit.__class__ is int and 0 <= begin_bit <= bits:
+        return begin_bit, bits   # the common call: every bit
     if end_bit is None:
         end_bit = bits
     for name, v in (("begin_bit", begin_bit), ("end_bit", end_bit)):

@@ -240,6 +240,29 @@ def test_sort(g, rng, algorithm, radix_bits, dtype, mode, descending):
                descending=descending, rng=rng)
 
 
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+@pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
+def test_single_wg_8bit_ranking(g, rng, dtype, mode):
+    """os_small (single_wg with 8-bit digits): two 16-wide (emulated) subgroups rank every digit
+    in local memory; a bit range of two digits and one of a part of a digit too."""
+    sorter = g.sorter(algorithm="single_wg", radix_bits=8, wg_size=WG, items_per_thread=4,
+                      ranking="local", sg_size=16)
+    keys = float_specials(rng, dtype, 4 * WG - 27)
+    check_sort(g, sorter, keys, mode, rng=rng)
+    check_sort(g, sorter, keys, mode, descending=True, rng=rng)
+    if mode == "pairs":
+        check_sort(g, sorter, keys, mode, begin_bit=3, end_bit=14, rng=rng)
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+def test_reduce_then_scan_fused_scan(g, rng, mode):
+    """reduce-then-scan whose scatter blocks scan the digit counts themselves (fused_scan)."""
+    sorter = g.sorter(radix_bits=8, fused_scan=True, **POLICIES["reduce_then_scan"])
+    keys = float_specials(rng, np.float32, SIZES["reduce_then_scan"])
+    check_sort(g, sorter, keys, mode, rng=rng)
+    check_sort(g, sorter, keys, mode, descending=True, begin_bit=4, end_bit=28, rng=rng)
+
+
 @pytest.mark.parametrize("dtype", OTHER_DTYPES, ids=str)
 @pytest.mark.parametrize("algorithm", list(POLICIES))
 def test_other_key_kinds(g, rng, algorithm, dtype):

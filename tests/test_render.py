@@ -7,7 +7,7 @@ from clradix.keys import key_codec
 from clradix.render import KernelBuildError, ProgramCache, TemplateRenderError, render
 
 PARAMS = dict(key_codec(np.uint32).template_args(), radix_bits=8, wg=64, ipt=4, value_t=None,
-              index_t="uint")
+              index_t="uint", fused_scan=False)
 
 
 def test_missing_parameter_is_an_error_naming_it():

@@ -1,4 +1,5 @@
-"""The one-work-group sort (single_wg): at most one tile of keys in one launch."""
+"""The one-work-group sorts (single_wg): at most one tile of keys in one launch, by 4-bit split
+passes (rts_small) or by 8-bit digits ranked as onesweep ranks them (os_small)."""
 
 import numpy as np
 import pyopencl as cl
@@ -16,14 +17,14 @@ from reference import bits_of
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 
 
-@pytest.fixture(scope="module")
-def small(ctx):
-    return clradix.Sorter(ctx, algorithm="single_wg")
+@pytest.fixture(scope="module", params=[4, 8], ids=["split4", "rank8"])
+def small(ctx, request):
+    return clradix.Sorter(ctx, algorithm="single_wg", radix_bits=request.param)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d) for d in DTYPES])
 def test_sizes_and_directions(ctx, queue, small, rng, dtype):
-    tile = small.plan(ctx.devices[0], dtype, 1).tile
+    tile = small.plan(ctx.devices[0], dtype, 1, value_dtype=np.uint32).tile
     for n in (2, 3, 255, 256, 257, 1000, tile - 1, tile):
         keys = float_specials(rng, dtype, n)
         check_sort(queue, small, keys, "pairs")
@@ -80,3 +81,38 @@ def test_too_many_keys_for_one_group_is_refused(ctx, queue, small):
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * (tile + 1))
     with pytest.raises(PolicyError, match="at most one tile"):
         small.sort(queue, buf)
+
+
+def test_keys_only_tile_boundary(ctx, queue, small, rng):
+    """tile - 1 and tile keys alone (os_small's keys-only tile is larger than its pairs' where
+    local memory is tight), then tile + 1 with the planner, which leaves one work-group."""
+    dev = ctx.devices[0]
+    tile = small.plan(dev, np.float32, 1).tile
+    for n in (tile - 1, tile):
+        keys = float_specials(rng, np.float32, n)
+        check_sort(queue, small, keys, "keys")
+        check_sort(queue, small, keys, "keys", descending=True)
+    rb = small.plan(dev, np.float32, 1).radix_bits
+    planned = clradix.Sorter(ctx, radix_bits=rb)
+    keys = float_specials(rng, np.float32, tile + 1)
+    check_sort(queue, planned, keys, "pairs")
+
+
+def test_one_launch_at_the_default_tile(ctx, queue, rng):
+    """The planner's one-work-group sort at its tile - 1, tile (one command each) and tile + 1
+    (several), checked against numpy."""
+    sorter = clradix.Sorter(ctx)
+    tile = sorter.plan(ctx.devices[0], np.uint32, 1).tile
+    for n, one in ((tile - 1, True), (tile, True), (tile + 1, False)):
+        trace = []
+        keys = float_specials(rng, np.uint32, n)
+        d = cl_array.to_device(queue, keys)
+        sorter.sort(queue, d).wait()
+        for driver in sorter.planner.drivers.values():
+            driver.trace = trace
+        d = cl_array.to_device(queue, keys)
+        sorter.sort(queue, d).wait()
+        for driver in sorter.planner.drivers.values():
+            driver.trace = None
+        assert (len(trace) == 1) == one, (n, [name for name, _ in trace])
+        np.testing.assert_array_equal(d.get(), np.sort(keys, kind="stable"))

@@ -230,8 +230,38 @@ def test_trace_names_every_command(ctx, queue, rng, algorithm):
     if algorithm == "reduce_then_scan":
         passes = [f"rts_{k} {p}" for p in range(3) for k in ("count", "scan", "scatter")]
     else:
-        passes = ["os_histogram", "os_bins"] + [f"os_pass {p}" for p in range(3)]
+        passes = (["fill histogram", "os_histogram", "os_bins"]
+                  + [f"os_pass {p}" for p in range(3)])
     assert names == passes + ["copy keys"]
     assert driver.trace[-1][1] == evt
     order = np.argsort(keys & np.uint32(0xFFFFFF), kind="stable")
     np.testing.assert_array_equal(d.get(), keys[order])
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.float64, np.uint8])
+def test_fused_scan(ctx, queue, rng, dtype):
+    """reduce-then-scan with the digit counts scanned in each scatter block (two launches per
+    pass): one block, many blocks, blocks that own several tiles, 64-bit keys, a bit range."""
+    for bpc in (1, 16):
+        sorter = clradix.Sorter(ctx, algorithm="reduce_then_scan", radix_bits=8, wg_size=WG,
+                                items_per_thread=IPT, blocks_per_cu=bpc, fused_scan=True)
+        for n in (TILE - 1, 3 * TILE + 1, 57 * TILE + 5):
+            keys = float_specials(rng, dtype, n)
+            check_sort(queue, sorter, keys, "pairs")
+            check_sort(queue, sorter, keys, "argsort", descending=True)
+        check_sort(queue, sorter, float_specials(rng, dtype, 9 * TILE), "keys", begin_bit=2,
+                   end_bit=7)
+
+
+def test_fused_scan_trace(ctx, queue, rng):
+    """fused_scan: each pass is rts_count and rts_scatter."""
+    from clradix.keys import key_codec
+    sorter = clradix.Sorter(ctx, algorithm="reduce_then_scan", radix_bits=8, fused_scan=True)
+    n = 5 * TILE + 3
+    driver = sorter.planner.prepare(ctx.devices[0], key_codec(np.uint32), 0, n)
+    driver.trace = []
+    d = cl_array.to_device(queue, uniform(rng, np.uint32, n))
+    sorter.sort(queue, d).wait()
+    assert [name for name, _ in driver.trace] == [f"rts_{k} {p}" for p in range(4)
+                                                  for k in ("count", "scatter")]
+    driver.trace = None

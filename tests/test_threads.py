@@ -10,8 +10,7 @@ import pyopencl as cl
 import pytest
 
 import clradix
-from clradix.onesweep import Onesweep
-from clradix.reduce_then_scan import ReduceThenScan, SingleWorkGroup
+from clradix.launches import LaunchSequence
 
 from conftest import SORT_OPS, check_sort
 from data import DISTRIBUTIONS
@@ -61,7 +60,7 @@ def _run_threads(target, count):
 @pytest.fixture
 def busy_switching(monkeypatch):
     """Threads switch as often as the interpreter can (races show up more often), and every
-    enqueue of an algorithm records how many run at once (the Sorter's lock allows one)."""
+    launch sequence's run records how many run at once (the Sorter's lock allows one)."""
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     active = [0]
@@ -82,9 +81,7 @@ def busy_switching(monkeypatch):
                 with guard:
                     active[0] -= 1
         monkeypatch.setattr(cls, name, watched)
-    for cls, name in ((ReduceThenScan, "enqueue"), (SingleWorkGroup, "enqueue"),
-                      (Onesweep, "enqueue")):
-        wrap(cls, name)
+    wrap(LaunchSequence, "run")   # sets the kernels' arguments and enqueues
     yield peak
     sys.setswitchinterval(interval)
 

@@ -1,0 +1,393 @@
+"""Per-call cost of small and mid sorts, host included: clradix beside CuPy, torch and numpy.
+
+For uint32 and float32 keys: in-place sort, key-value pairs (uint32 values) and argsort, at
+2^10 .. 2^22 keys (``--sizes``). Per case and implementation:
+
+- ``single``: one call and its wait (clradix: the returned event; CUDA: a device synchronize),
+  the median of ``--repeat`` calls;
+- ``stream``: ``--repeat`` calls back to back and one wait at the end, per call (the best of 3);
+- ``host``: ``--repeat`` calls without waiting, the host time per call until the last returns
+  (the best of 3), then the wait; and ``gated`` (OpenCL): the same behind a user event that is
+  only completed afterwards, so that nothing runs on the device while the host enqueues (on a
+  CPU device the kernels otherwise share the cores with the enqueueing thread);
+- ``launches``: the commands a clradix call enqueues (its driver's trace), and ``floor``: the
+  host time of one bare kernel launch on the same queue (``clEnqueueNDRangeKernel`` of a built
+  kernel whose arguments are set), so that ``host / floor`` says how far a call is from it.
+
+In-place sorts sort the same buffer again each call, as a code that re-sorts every step does
+(CuPy likewise). Every output is checked against numpy (keys bit for bit, stable order); numpy's
+``np.sort`` (default kind) and ``kind="stable"`` are timed on the host for scale. ``--variants
+NAME:FIELD=VALUE,...;...`` times clradix Sorters with policy overrides (``os:algorithm=onesweep``)
+beside the planner's choice.
+"""
+
+import statistics
+import time
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+import clradix
+from clradix.device import DeviceProfile
+from clradix.keys import key_codec
+from clradix.policy import PolicyError, validate
+
+from . import common, impls, report
+
+OPS = ("sort", "sort_kv", "argsort")
+DTYPES = ("uint32", "float32")
+SIZES = (10, 14, 16, 18, 20, 22)
+QUICK_SIZES = (10, 14, 16)
+
+
+def add_arguments(ap):
+    common.add_common_options(ap, repeat=200)
+    common.add_peer_options(ap)
+    ap.add_argument("--sizes", help="log2 sizes, comma separated (default 10,14,16,18,20,22; "
+                                    "--quick: 10,14,16)")
+    ap.add_argument("--ops", default=",".join(OPS), help=f"operations ({','.join(OPS)})")
+    ap.add_argument("--dtypes", default=",".join(DTYPES), help="key dtypes (uint32,float32)")
+    ap.add_argument("--variants", help="clradix variants, NAME:FIELD=VALUE,...;... (SortPolicy "
+                                       "fields, e.g. 'os:algorithm=onesweep;rts:algorithm="
+                                       "reduce_then_scan'), or a preset: " + ", ".join(
+                                           f"{k} = '{v}'" for k, v in PRESETS.items())
+                    + "; the planner's choice is always timed; a variant that cannot run a "
+                      "case (a single work-group above its tile) skips it")
+    ap.add_argument("--no-numpy", action="store_true", help="leave numpy out")
+
+
+# --variants presets: the alternatives of the NVIDIA planner's small and mid sizes
+PRESETS = {
+    "nvidia": ("rts3:fused_scan=False;os:algorithm=onesweep;"
+               "split4:algorithm=single_wg,radix_bits=4,items_per_thread=16"),
+}
+
+
+def parse_variants(text):
+    """[(name, overrides)] from 'name:field=value,field=value;name2:...' (or a preset name)."""
+    out = []
+    text = PRESETS.get((text or "").strip(), text)
+    for part in filter(None, (p.strip() for p in (text or "").split(";"))):
+        name, _, fields = part.partition(":")
+        overrides = {}
+        for item in filter(None, (f.strip() for f in fields.split(","))):
+            key, _, value = item.partition("=")
+            overrides[key.strip()] = _value(value.strip())
+        out.append((name.strip(), overrides))
+    return out
+
+
+def _value(text):
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+# ------------------------------------------------------------------ the three ways to time a call
+
+def _best_per_call(run_calls, finish, repeat, rounds=3):
+    """(best host seconds per call of ``repeat`` calls until the last returns, best seconds per
+    call until ``finish()`` returned)."""
+    host, total = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        run_calls(repeat)
+        t1 = time.perf_counter()
+        finish()
+        t2 = time.perf_counter()
+        host.append((t1 - t0) / repeat)
+        total.append((t2 - t0) / repeat)
+    return min(host), min(total)
+
+
+def time_opencl_calls(queue, call, repeat):
+    """``call(wait_for)`` enqueues one call and returns its event. Returns microseconds:
+    single (median), stream, host, gated."""
+    call(None).wait()
+    single = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        call(None).wait()
+        single.append(time.perf_counter() - t0)
+
+    def calls(k):
+        for _ in range(k):
+            call(None)
+    host, stream = _best_per_call(calls, queue.finish, repeat)
+    gated = []
+    for _ in range(3):
+        gate = cl.UserEvent(queue.context)
+        call([gate])
+        t0 = time.perf_counter()
+        calls(repeat)
+        gated.append((time.perf_counter() - t0) / repeat)
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        queue.finish()
+    us = 1e6
+    return dict(single_us=statistics.median(single) * us, stream_us=stream * us,
+                host_us=host * us, gated_us=min(gated) * us)
+
+
+def time_cuda_calls(sync, call, repeat):
+    """``call()`` runs one call on the current CUDA stream; ``sync()`` waits for the device."""
+    call()
+    sync()
+    single = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        call()
+        sync()
+        single.append(time.perf_counter() - t0)
+
+    def calls(k):
+        for _ in range(k):
+            call()
+    host, stream = _best_per_call(calls, sync, repeat)
+    us = 1e6
+    return dict(single_us=statistics.median(single) * us, stream_us=stream * us,
+                host_us=host * us)
+
+
+def time_host_calls(call, repeat):
+    call()
+    single = []
+    for _ in range(max(repeat // 4, 3)):
+        t0 = time.perf_counter()
+        call()
+        single.append(time.perf_counter() - t0)
+    s = statistics.median(single) * 1e6
+    return dict(single_us=s, stream_us=s)
+
+
+def launch_floor(queue, sorter, repeat):
+    """Host microseconds of one bare kernel launch: a built clradix kernel (the index fill of a
+    one-work-group driver) whose arguments are set once, enqueued ``repeat`` times (best of 3)."""
+    driver = sorter.planner.prepare(queue.device, key_codec(np.uint32), 4, 256)
+    knl = cl.Kernel(driver.program, "rts_iota")
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 256 * 4)
+    knl.set_args(buf, np.uint64(0), np.uint32(256))
+    gsize = lsize = (min(256, driver.policy.wg_size),)
+
+    def calls(k):
+        for _ in range(k):
+            cl.enqueue_nd_range_kernel(queue, knl, gsize, lsize)
+    calls(10)
+    queue.finish()
+    host, _ = _best_per_call(calls, queue.finish, max(repeat, 100))
+    return host * 1e6
+
+
+# ------------------------------------------------------------------ implementations
+
+class ClradixCalls:
+    """clradix on one queue (a Sorter with ``overrides``)."""
+
+    def __init__(self, queue, name, overrides):
+        self.queue, self.name = queue, name
+        self.sorter = clradix.Sorter(queue.context, **overrides)
+
+    def run(self, op, keys, repeat):
+        q = self.queue
+        d = cl_array.to_device(q, keys)
+        vals = cl_array.to_device(q, np.arange(keys.size, dtype=np.uint32)) \
+            if op == "sort_kv" else None
+        if op == "argsort":
+            # a new index array per call, as clradix.argsort gives (the allocation is part of it)
+            def call(wait):
+                return self.sorter.argsort(q, d, wait_for=wait)[1]
+        else:
+            def call(wait):
+                return self.sorter.sort(q, d, values=vals, wait_for=wait)
+        times = time_opencl_calls(q, call, repeat)
+        # launches: the commands of one call, from its driver's trace
+        trace = []
+        for driver in self.sorter.planner.drivers.values():
+            driver.trace = trace
+        if op == "argsort":
+            out, evt = self.sorter.argsort(q, d)
+        else:
+            evt = call(None)
+        evt.wait()
+        for driver in self.sorter.planner.drivers.values():
+            driver.trace = None
+        times["launches"] = len(trace)
+        if op == "argsort":
+            got = (out.get(),)
+        else:
+            got = (d.get(),) + ((vals.get(),) if vals is not None else ())
+        self.sorter.free_memory()
+        return times, got
+
+
+class CupyCalls:
+    name = "cupy"
+
+    def run(self, op, keys, repeat):
+        import cupy as cp
+        x = cp.asarray(keys)
+        vals = cp.arange(keys.size, dtype=cp.uint32)
+        sync = cp.cuda.Device().synchronize
+        box = {}
+        if op == "sort":
+            call = x.sort
+        elif op == "sort_kv":   # CuPy has no pair sort: argsort and two gathers
+            def call():
+                order = cp.argsort(x)
+                box["k"], box["v"] = x[order], vals[order]
+        else:
+            def call():
+                box["i"] = cp.argsort(x)
+        times = time_cuda_calls(sync, call, repeat)
+        if op == "sort":
+            got = (x.get(),)
+        elif op == "sort_kv":
+            got = (box["k"].get(), box["v"].get())
+        else:
+            got = (box["i"].get().astype(np.uint32),)
+        cp.get_default_memory_pool().free_all_blocks()
+        return times, got
+
+
+class TorchCalls:
+    name = "torch"
+
+    def supports(self, dtype):
+        return str(dtype) != "uint32"   # torch sorts no uint32
+
+    def run(self, op, keys, repeat):
+        import torch
+        x = torch.as_tensor(keys, device="cuda")
+        vals = torch.arange(keys.size, dtype=torch.int32, device="cuda")
+        sync = torch.cuda.synchronize
+        box = {}
+        if op == "argsort":
+            def call():
+                box["i"] = torch.argsort(x, stable=True)
+        else:
+            def call():
+                box["k"], box["i"] = torch.sort(x, stable=True)
+                if op == "sort_kv":
+                    box["v"] = vals[box["i"]]
+        times = time_cuda_calls(sync, call, repeat)
+        if op == "sort":
+            got = (box["k"].cpu().numpy(),)
+        elif op == "sort_kv":
+            got = (box["k"].cpu().numpy(), box["v"].cpu().numpy().astype(np.uint32))
+        else:
+            got = (box["i"].cpu().numpy().astype(np.uint32),)
+        torch.cuda.empty_cache()
+        return times, got
+
+
+class NumpyCalls:
+    def __init__(self, kind):
+        self.kind = kind
+        self.name = f"numpy {kind or 'default'}"
+
+    def run(self, op, keys, repeat):
+        kind, box = self.kind, {}
+        if op == "sort":
+            def call():
+                box["k"] = np.sort(keys, kind=kind)
+        elif op == "sort_kv":
+            def call():
+                order = np.argsort(keys, kind=kind)
+                box["k"], box["v"] = keys[order], order.astype(np.uint32)
+        else:
+            def call():
+                box["i"] = np.argsort(keys, kind=kind)
+        times = time_host_calls(call, repeat)
+        got = {"sort": ("k",), "sort_kv": ("k", "v"), "argsort": ("i",)}[op]
+        return times, tuple(box[g] for g in got)
+
+
+def _ok(op, got, want, stable):
+    if stable:
+        return impls.same(got, want)
+    # numpy's default kind and the peers' unstable orders: keys must match, indices must sort
+    return impls.same(got[:1], want[:1]) if op != "argsort" else True
+
+
+# ------------------------------------------------------------------ the command
+
+def main(args):
+    device, _ = common.select_device(args.device)
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx)
+    run = common.Run("latency", args, echo=False)
+    where = common.opencl_device_fields(device)
+    repeat = 20 if args.quick and args.repeat == 200 else args.repeat
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else \
+        list(QUICK_SIZES if args.quick else SIZES)
+    ops = [o for o in args.ops.split(",") if o]
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    clr = [ClradixCalls(queue, "clradix", {})]
+    clr += [ClradixCalls(queue, f"clradix {name}", ov) for name, ov in parse_variants(
+        args.variants)]
+    peers = []
+    for p in common.cuda_peers(args, run):
+        peers.append(CupyCalls() if p.library == "cupy" else TorchCalls())
+    hosts = [] if args.no_numpy else [NumpyCalls(None), NumpyCalls("stable")]
+    floor = launch_floor(queue, clr[0].sorter, repeat)
+    run.meta["launch_floor_us"] = floor
+    print(f"device: {where['device_full']}; bare kernel launch: {floor:.1f} us host per call; "
+          f"{repeat} calls per measurement")
+    header = (f"{'impl':22s} {'op':8s} {'dtype':8s} {'n':>6s} {'single':>9s} {'stream':>9s} "
+              f"{'host':>8s} {'gated':>8s} {'launch':>6s} {'host/floor':>10s}  policy")
+    print(header + "\n" + "-" * len(header), flush=True)
+    rng = np.random.default_rng(15)
+    for lg in sizes:
+        n = 1 << lg
+        for dtype in dtypes:
+            keys = common.random_keys(rng, dtype, n)
+            order = np.argsort(key_codec(keys.dtype).order_key(keys), kind="stable")
+            for op in ops:
+                want = {"sort": (keys[order],), "sort_kv": (keys[order], order.astype(np.uint32)),
+                        "argsort": (order.astype(np.uint32),)}[op]
+                for impl in clr + peers + hosts:
+                    if isinstance(impl, TorchCalls) and not impl.supports(dtype):
+                        continue
+                    _case(run, where, impl, op, dtype, n, keys, want, repeat, floor)
+    return run.finish()
+
+
+def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
+    host = isinstance(impl, NumpyCalls)
+    cuda = isinstance(impl, (CupyCalls, TorchCalls))
+    fields = common.host_fields() if host else where if not cuda else dict(
+        device="CUDA", device_full="CUDA", driver="")
+    if isinstance(impl, ClradixCalls) and impl.name != "clradix":
+        try:   # a variant that cannot run this case (single_wg above its tile) skips it
+            impl.sorter.temp_bytes(n, dtype, np.uint32 if op != "sort" else None)
+            pol = impl.sorter.plan(impl.queue.device, dtype, n, np.uint32 if op != "sort" else None)
+            validate(pol, DeviceProfile.from_device(impl.queue.device), np.dtype(dtype).itemsize,
+                     4, 4 if op != "sort" else 0, n)
+        except PolicyError as exc:
+            print(f"{impl.name[:22]:22s} {op:8s} {dtype:8s} {report.size_label(n):>6s} "
+                  f"skipped: {str(exc)[:70]}", flush=True)
+            return
+    with run.guard(f"{impl.name} {op} {dtype} n={report.size_label(n)}"):
+        times, got = impl.run(op, keys.copy(), repeat)
+        stable = isinstance(impl, ClradixCalls) or (host and impl.kind == "stable") \
+            or isinstance(impl, TorchCalls)
+        ok = _ok(op, got, want, stable)
+        policy = ""
+        if isinstance(impl, ClradixCalls):
+            pol = impl.sorter.plan(impl.queue.device, dtype, n,
+                                   np.uint32 if op != "sort" else None)
+            policy = (f"{pol.algorithm} {pol.radix_bits}b {pol.wg_size}x{pol.items_per_thread}"
+                      + (" fused_scan" if pol.fused_scan and pol.algorithm == "reduce_then_scan"
+                         else "")
+                      + (f" {pol.ranking}" if pol.algorithm == "onesweep" or (
+                          pol.algorithm == "single_wg" and pol.radix_bits == 8) else ""))
+            times["host_per_floor"] = times["host_us"] / floor
+        run.record(fields, impl.name, op, dtype, n, ok=ok, policy=policy, **times)
+        f = lambda k, w, p=1: f"{times[k]:{w}.{p}f}" if k in times else " " * w  # noqa: E731
+        print(f"{impl.name[:22]:22s} {op:8s} {dtype:8s} {report.size_label(n):>6s} "
+              f"{f('single_us', 9)} {f('stream_us', 9)} {f('host_us', 8)} {f('gated_us', 8)} "
+              f"{times.get('launches', ''):>6} {f('host_per_floor', 10)}  {policy}"
+              f"{'' if ok else '  WRONG'}", flush=True)
