@@ -388,7 +388,8 @@ ${unroll}
         dest[i] = di < RADIX ? lcount[w * RADIX + di] + (dig[i] >> 16) : TILE;
         if (di < RADIX) {
             lkeys[dest[i]] = k[i];
-            ldig[dest[i]] = (uchar)di;
+            if (ldig)  /* os_small keeps no digits (a constant once inlined) */
+                ldig[dest[i]] = (uchar)di;
         }
     }
 }
@@ -761,7 +762,7 @@ ${unroll}
         rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint dest[IPT];
-        scatter_to_local(dest, dig, k, lcount, lkeys, w);
+        scatter_to_local(dest, dig, k, lcount, lkeys, (__local uchar*)0, w);
 % if value_t:
 ${unroll}
         for (uint i = 0; i < IPT; ++i)

@@ -212,10 +212,12 @@ class SegmentedSort(Driver):
             # an even number of passes ends in the caller's buffer: a pass by no bit (the
             # identity) goes first (a copy home would also copy what lies outside the segments)
             passes = [(job.begin_bit, 0)] + passes
-        key_io, _ = stream(job.keys_in, job.keys_out, len(passes), alloc, job.n * self.codec.itemsize)
+        def temp(nbytes):
+            return alloc(nbytes), 0
+        key_io, _ = stream(job.keys_in, job.keys_out, len(passes), temp, job.n * self.codec.itemsize)
         val_io = None
         if self.value_t:
-            val_io, _ = stream(job.vals_in, job.vals_out, len(passes), alloc,
+            val_io, _ = stream(job.vals_in, job.vals_out, len(passes), temp,
                                job.n * job.value_bytes)
         for p, (shift, bits) in enumerate(passes):
             mask = (1 << bits) - 1
