@@ -375,7 +375,7 @@ ${unroll}
 }
 
 /* the keys go to local memory in digit order, their digits beside them in ldig (so that the
-   scatter does not compute a key's order key again: float keys' took 3 % of the sort on the H200)
+   scatter does not compute a key's order key again: 3 % of a floating-point sort on the H200)
    (lcount: the scanned subgroup counters): through the
    look-back each work-item holds only their local positions, dest[i] (TILE for padding) */
 static inline void scatter_to_local(__private uint dest[IPT], __private const uint dig[IPT],

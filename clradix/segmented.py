@@ -37,6 +37,7 @@ from .arguments import Operand, check_context, check_disjoint
 from .device import Profiles
 from .digit_passes import digit_passes, stream
 from .driver import Driver, WorkGroupLimitError, check_wg_limits
+from .render import KernelBuildError
 from .keys import VALUE_CL_TYPES
 from .memory import checked_allocator
 from .policy import SEGMENTS_PER_GROUP_MAX, plan_segments, pow2_floor
@@ -255,6 +256,7 @@ class SegmentedPlanner:
         self.profiles = Profiles()
         self._drivers = {}
         self._caps = {}
+        self._local_ranking = set()
         self._lock = threading.RLock()
 
     def plan(self, device, codec, index_bytes):
@@ -272,6 +274,8 @@ class SegmentedPlanner:
                 return drv
             while True:
                 profile, pol = self.plan(device, codec, np.dtype(index_np).itemsize)
+                if key in self._local_ranking:
+                    pol = replace(pol, ranking="local")
                 value_t = VALUE_CL_TYPES[value_bytes] if value_bytes else None
                 try:
                     drv = SegmentedSort(self.programs, device, profile, pol, codec, value_t,
@@ -286,6 +290,16 @@ class SegmentedPlanner:
                                   f"{cap} for {codec.dtype} keys on this device", RuntimeWarning,
                                   stacklevel=4)
                     self._caps[(device.int_ptr, codec.dtype)] = cap
+                except KernelBuildError as exc:
+                    # NVIDIA's ptxas (driver 580) fails to allocate registers for the keys-only
+                    # program with the ballot ranking; the local-memory ranking builds
+                    user = self.overrides is not None and self.overrides.ranking is not None
+                    if user or pol.ranking == "local":
+                        raise
+                    warnings.warn(f"{exc.__class__.__name__} with ranking={pol.ranking!r}; the "
+                                  f"segmented sort of {codec.dtype} keys uses the local-memory "
+                                  f"ranking on this device", RuntimeWarning, stacklevel=4)
+                    self._local_ranking.add(key)
             self._drivers[key] = drv
             return drv
 

@@ -72,7 +72,8 @@ def test_planner_uses_one_launch_for_small_n(ctx, queue, rng):
     for algo in sorter.planner.drivers.values():
         algo_calls.append(type(algo).__name__)
     evt.wait()
-    assert algo_calls == ["SingleWorkGroup"]
+    # the 4-bit single work-group sort, or the 8-bit one (onesweep's ranking, NVIDIA's default)
+    assert algo_calls in (["SingleWorkGroup"], ["OnesweepSmall"])
     np.testing.assert_array_equal(bits_of(d.get()), bits_of(np.sort(keys, kind="stable")))
 
 
