@@ -72,21 +72,30 @@ class DeviceEngine:
         with _phase("download"):
             return d.get(q)
 
-    def sort_pairs(self, keys: np.ndarray, values: np.ndarray):
-        """``(keys, values)`` stably sorted by key. The sort carries the keys' positions (the
-        sort's key-index variant, which ``sort_index`` builds too) and the values follow them
-        in a gather on the device."""
+    @staticmethod
+    def _key_index_sort(keys, *extra):
+        """Upload ``keys`` (and ``extra`` arrays), sort the keys carrying their positions on the
+        device: ``(queue, sorted keys, positions, extra device arrays)``, all still there."""
         n = keys.size
-        if n <= 1:
-            return keys.copy(), values.copy()
         _count()
         dev = devices.current()
         q = dev.queue
         with _phase("upload"):
-            d, v = dev.to_device(keys), dev.to_device(values)
+            d = dev.to_device(keys)
+            more = [dev.to_device(a) for a in extra]
             idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
         with _phase("device"):
             dev.sorter.sort(q, d, values=idx).wait()
+        return q, d, idx, more
+
+    def sort_pairs(self, keys: np.ndarray, values: np.ndarray):
+        """``(keys, values)`` stably sorted by key. The sort carries the keys' positions (the
+        sort's key-index variant, which ``sort_index`` builds too) and the values follow them
+        in a gather on the device."""
+        if keys.size <= 1:
+            return keys.copy(), values.copy()
+        q, d, idx, (v,) = self._key_index_sort(keys, values)
+        with _phase("device"):
             v = cl_array.take(v, idx, queue=q)
             v.finish()
         with _phase("download"):
@@ -94,17 +103,9 @@ class DeviceEngine:
 
     def sort_index(self, keys: np.ndarray):
         """``(sorted keys, the positions they came from)`` (int64), stably."""
-        n = keys.size
-        if n <= 1:
-            return keys.copy(), np.arange(n, dtype=np.int64)
-        _count()
-        dev = devices.current()
-        q = dev.queue
-        with _phase("upload"):
-            d = dev.to_device(keys)
-            idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
-        with _phase("device"):
-            dev.sorter.sort(q, d, values=idx).wait()
+        if keys.size <= 1:
+            return keys.copy(), np.arange(keys.size, dtype=np.int64)
+        q, d, idx, _ = self._key_index_sort(keys)
         with _phase("download"):
             out_k, out_i = d.get(q), idx.get(q)
         with _phase("host"):
