@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from .digit_passes import DigitPasses
-from .reduce_then_scan import single_wg_sequence
+from .reduce_then_scan import OneLaunch
 from .policy import ONESWEEP_PORTION
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
@@ -106,23 +106,8 @@ def _c_version(device):
     return (int(m.group(1)), int(m.group(2))) if m else (1, 2)
 
 
-class OnesweepSmall(Onesweep):
+class OnesweepSmall(OneLaunch, Onesweep):
     """A sort of at most one tile of keys by one work-group in one launch (os_small): every
     8-bit digit ranked as onesweep's passes rank them, in local memory."""
 
     kernel_names = ("os_small",)
-
-    def __init__(self, *args):
-        DigitPasses.__init__(self, *args)
-        ulong, uint = np.uint64, np.uint32
-        vals = [None, ulong, None, ulong, uint] if self.value_t else []
-        self.arg_types = {"os_small": [None, ulong, None, ulong] + vals
-                          + [uint, uint, uint, self.codec.unsigned_dtype.type, uint]}
-
-    @classmethod
-    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
-        return 0   # the keys stay in local memory
-
-    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
-        single_wg_sequence(self, seq, "os_small", n, begin_bit, end_bit, descending, argsort,
-                           values)

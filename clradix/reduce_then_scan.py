@@ -58,44 +58,45 @@ class ReduceThenScan(DigitPasses):
                        bufs + [counts, n, tpb, blocks, shift, mask, flip, write_keys])
 
 
-class SingleWorkGroup(DigitPasses):
-    """A sort of at most one tile of keys by one work-group in one launch (rts_small): every
-    split pass happens in local memory, so a small sort costs one kernel launch."""
-
-    template = "reduce_then_scan.cl.mako"
-    kernel_names = ("rts_small",)
+class OneLaunch:
+    """What the single work-group sorts share (rts_small here, os_small in onesweep.py: the same
+    parameters): the whole sort of at most one tile in one launch of ``kernel_names[0]``, every
+    pass in local memory, so no temporary memory. Listed before its driver base class."""
 
     def __init__(self, *args):
-        super().__init__(*args)
+        DigitPasses.__init__(self, *args)   # not the base's own: it sets up multi-pass kernels
         ulong, uint = np.uint64, np.uint32
         vals = [None, ulong, None, ulong, uint] if self.value_t else []
-        self.arg_types = {"rts_small": [None, ulong, None, ulong] + vals
+        self.arg_types = {self.kernel_names[0]: [None, ulong, None, ulong] + vals
                           + [uint, uint, uint, self.codec.unsigned_dtype.type, uint]}
-
-    def template_params(self, policy):
-        return dict(fused_scan=False)
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
         return 0   # the keys stay in local memory
 
     def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
-        single_wg_sequence(self, seq, "rts_small", n, begin_bit, end_bit, descending, argsort,
-                           values)
+        """keys_in to keys_out (or only read, argsort), values from vals_in (or the indices) to
+        vals_out, in one launch."""
+        keys = [Buf(KEYS_IN), Off(KEYS_IN)]
+        args = keys + keys
+        if argsort:
+            out = [Buf(VALS_OUT), Off(VALS_OUT)]
+            args += out + out + [1]
+        elif values:
+            vals = [Buf(VALS_IN), Off(VALS_IN)]
+            args += vals + vals + [0]
+        args += [n, begin_bit, end_bit, self.codec.flip(descending), int(not argsort)]
+        wg = self.policy.wg_size
+        kernel = self.kernel_names[0]
+        seq.launch(kernel, kernel, (wg,), (wg,), args)
 
 
-def single_wg_sequence(driver, seq, kernel, n, begin_bit, end_bit, descending, argsort, values):
-    """The whole sort in one launch of ``kernel`` (rts_small, os_small: the same parameters):
-    keys_in to keys_out (or only read, argsort), values from vals_in (or the indices) to vals_out,
-    every pass in local memory."""
-    keys = [Buf(KEYS_IN), Off(KEYS_IN)]
-    args = keys + keys
-    if argsort:
-        out = [Buf(VALS_OUT), Off(VALS_OUT)]
-        args += out + out + [1]
-    elif values:
-        vals = [Buf(VALS_IN), Off(VALS_IN)]
-        args += vals + vals + [0]
-    args += [n, begin_bit, end_bit, driver.codec.flip(descending), int(not argsort)]
-    wg = driver.policy.wg_size
-    seq.launch(kernel, kernel, (wg,), (wg,), args)
+class SingleWorkGroup(OneLaunch, DigitPasses):
+    """A sort of at most one tile of keys by one work-group in one launch (rts_small): every
+    split pass happens in local memory, so a small sort costs one kernel launch."""
+
+    template = "reduce_then_scan.cl.mako"
+    kernel_names = ("rts_small",)
+
+    def template_params(self, policy):
+        return dict(fused_scan=False)
