@@ -53,6 +53,15 @@ def _count():
         _times["calls"] += 1
 
 
+def _upload(*arrays):
+    """Count a device task and copy ``arrays`` to this process's device: ``(device, its queue,
+    the device arrays...)``."""
+    _count()
+    dev = devices.current()
+    with _phase("upload"):
+        return (dev, dev.queue) + tuple(dev.to_device(a) for a in arrays)
+
+
 class DeviceEngine:
     """Chunk operations with clradix on this process's device (:func:`devices.current`)."""
 
@@ -62,11 +71,7 @@ class DeviceEngine:
         """A stably sorted copy of the 1-D ``keys`` (numpy's order)."""
         if keys.size <= 1:
             return keys.copy()
-        _count()
-        dev = devices.current()
-        q = dev.queue
-        with _phase("upload"):
-            d = dev.to_device(keys)
+        dev, q, d = _upload(keys)
         with _phase("device"):
             dev.sorter.sort(q, d).wait()
         with _phase("download"):
@@ -77,12 +82,8 @@ class DeviceEngine:
         """Upload ``keys`` (and ``extra`` arrays), sort the keys carrying their positions on the
         device: ``(queue, sorted keys, positions, extra device arrays)``, all still there."""
         n = keys.size
-        _count()
-        dev = devices.current()
-        q = dev.queue
+        dev, q, d, *more = _upload(keys, *extra)
         with _phase("upload"):
-            d = dev.to_device(keys)
-            more = [dev.to_device(a) for a in extra]
             idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
         with _phase("device"):
             dev.sorter.sort(q, d, values=idx).wait()
@@ -116,11 +117,7 @@ class DeviceEngine:
         n = keys.size
         if n <= 1:
             return np.arange(n, dtype=np.int64)
-        _count()
-        dev = devices.current()
-        q = dev.queue
-        with _phase("upload"):
-            d = dev.to_device(keys)
+        dev, q, d = _upload(keys)
         with _phase("device"):
             idx, evt = dev.sorter.argsort(q, d, descending=descending)
             evt.wait()
@@ -135,11 +132,7 @@ class DeviceEngine:
         rows = a.shape[0]
         if rows == 0:
             return a[:, :k].copy(), np.zeros((0, k), np.int64)
-        _count()
-        dev = devices.current()
-        q = dev.queue
-        with _phase("upload"):
-            d = dev.to_device(a)
+        dev, q, d = _upload(a)
         with _phase("device"):
             v, i, evt = dev.selector.topk(q, d, k, largest=largest, sorted=ranked)
             evt.wait()
