@@ -125,6 +125,16 @@ class FailingAllocator:
         return self.inner(self.queue.device.max_mem_alloc_size * 4 + nbytes)
 
 
+def fake_profile(**kw):
+    """A DeviceProfile of a made-up GPU (planner tests): ``kw`` replaces any field."""
+    from clradix.device import DeviceProfile
+    base = dict(name="Test GPU", vendor="Vendor", platform="Platform", driver_version="1.0",
+                device_type="gpu", compute_units=16, local_mem_bytes=48 * 1024, max_wg_size=1024,
+                max_alloc_bytes=2 ** 32, extensions=frozenset())
+    base.update(kw)
+    return DeviceProfile(**base)
+
+
 def returns_within(fn, release, seconds=60):
     """Run ``fn`` in a daemon thread; True when it returned within ``seconds``. ``release`` (say,
     completing a user event the calls wait for) runs either way, then the thread is joined: a

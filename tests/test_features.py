@@ -20,7 +20,7 @@ from clradix.policy import RANKINGS, PolicyError, SortPolicy, validate
 from clradix.render import render
 from clradix.reduce_then_scan import ReduceThenScan, SingleWorkGroup
 
-from conftest import check_sort
+from conftest import check_sort, fake_profile
 from data import float_specials, uniform
 from reference import bits_of
 
@@ -51,12 +51,8 @@ def _source(cls, policy, dtype, value_t, index_name):
 
 
 def _profile(**kw):
-    base = dict(name="Feature Test Device", vendor="Vendor", platform="Platform",
-                driver_version="1.0", device_type="gpu", compute_units=8,
-                local_mem_bytes=64 * 1024, max_wg_size=1024, max_alloc_bytes=2 ** 32,
-                extensions=frozenset())
-    base.update(kw)
-    return DeviceProfile(**base)
+    return fake_profile(**dict(dict(name="Feature Test Device", compute_units=8,
+                                    local_mem_bytes=64 * 1024), **kw))
 
 
 def _policies():

@@ -6,17 +6,12 @@ import numpy as np
 import pytest
 
 import clradix
-from clradix.device import DeviceProfile
 from clradix.keys import key_codec
 from clradix.policy import PolicyError, SortPolicy, check_overrides, plan_sort, validate
+from conftest import fake_profile
 
 
-def profile(**kw):
-    base = dict(name="Test GPU", vendor="Vendor", platform="Platform", driver_version="1.0",
-                device_type="gpu", compute_units=16, local_mem_bytes=48 * 1024, max_wg_size=1024,
-                max_alloc_bytes=2 ** 32, extensions=frozenset())
-    base.update(kw)
-    return DeviceProfile(**base)
+profile = fake_profile
 
 
 def test_plan_is_deterministic_and_respects_overrides():

@@ -10,6 +10,7 @@ import pytest
 import clradix
 from clradix.keys import KEY_DTYPES, key_codec
 
+from conftest import fake_profile
 from data import float_specials
 from reference import ref_argsort, ref_topk
 
@@ -371,13 +372,8 @@ def test_64bit_indices(queue, rng, monkeypatch):
 # ----------------------------------------------------------------------------- the planner
 
 def _profile(**kw):
-    from clradix.device import DeviceProfile
-    base = dict(name="Test GPU", vendor="NVIDIA Corporation", platform="NVIDIA CUDA",
-                driver_version="580", device_type="gpu", compute_units=132,
-                local_mem_bytes=48 * 1024, max_wg_size=1024, max_alloc_bytes=2 ** 32,
-                extensions=frozenset())
-    base.update(kw)
-    return DeviceProfile(**base)
+    return fake_profile(**dict(dict(vendor="NVIDIA Corporation", platform="NVIDIA CUDA",
+                                    driver_version="580", compute_units=132), **kw))
 
 
 def test_plan_segments():
