@@ -12,7 +12,10 @@ For uint32 and float32 keys: in-place sort, key-value pairs (uint32 values) and 
   CPU device the kernels otherwise share the cores with the enqueueing thread);
 - ``launches``: the commands a clradix call enqueues (its driver's trace), and ``floor``: the
   host time of one bare kernel launch on the same queue (``clEnqueueNDRangeKernel`` of a built
-  kernel whose arguments are set), so that ``host / floor`` says how far a call is from it.
+  kernel whose arguments are set), so that ``host / floor`` says how far a call is from it;
+  ``runtime floors``: an empty kernel's launch and wait, eight chained launches with and without
+  event wait lists, a fill and a launch (what the OpenCL runtime costs before any sort);
+  ``--profile LOG2N``: where a cached call's host time goes (cProfile).
 
 In-place sorts sort the same buffer again each call, as a code that re-sorts every step does
 (CuPy likewise). Every output is checked against numpy (keys bit for bit, stable order); numpy's
@@ -55,12 +58,16 @@ def add_arguments(ap):
                     + "; the planner's choice is always timed; a variant that cannot run a "
                       "case (a single work-group above its tile) skips it")
     ap.add_argument("--no-numpy", action="store_true", help="leave numpy out")
+    ap.add_argument("--profile", type=int, action="append", metavar="LOG2N",
+                    help="print a cProfile of 1000 cached sorts of 2^LOG2N uint32 keys "
+                         "(host time only; repeatable)")
 
 
 # --variants presets: the alternatives of the NVIDIA planner's small and mid sizes
 PRESETS = {
-    "nvidia": ("rts3:fused_scan=False;os:algorithm=onesweep;"
-               "split4:algorithm=single_wg,radix_bits=4,items_per_thread=16"),
+    "nvidia": ("unfused:fused_passes=False;"
+               "rts:algorithm=reduce_then_scan,fused_scan=True,items_per_thread=16,blocks_per_cu=8;"
+               "wide:items_per_thread=32"),
 }
 
 
@@ -179,6 +186,89 @@ def launch_floor(queue, sorter, repeat):
     queue.finish()
     host, _ = _best_per_call(calls, queue.finish, max(repeat, 100))
     return host * 1e6
+
+
+_NOP = """__kernel void nop(__global uint* p, uint n)
+{
+    if (get_global_id(0) == n)
+        p[0] = 0u;
+}
+"""
+
+
+def launch_floors(queue, repeat):
+    """What the OpenCL runtime itself costs, in microseconds: an empty kernel's launch and wait
+    (``one``); eight launches each waiting on the event of the one before, then a wait
+    (``chain8_events``), and the same without wait lists (``chain8_plain``, in-order queue);
+    a 4-byte fill and a launch (``fill_launch``); the host time per launch without waiting
+    (``host``) and per launch in a stream of ``repeat`` (``stream``)."""
+    knl = cl.Program(queue.context, _NOP).build().nop
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 64)
+    knl.set_args(buf, np.uint32(1 << 30))
+    g = (256,)
+
+    def median_us(fn):
+        fn()
+        t = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+        return statistics.median(t) * 1e6
+
+    def one():
+        cl.enqueue_nd_range_kernel(queue, knl, g, g).wait()
+
+    def chain(events):
+        def fn():
+            evt = None
+            for _ in range(8):
+                evt = cl.enqueue_nd_range_kernel(queue, knl, g, g,
+                                                 wait_for=[evt] if events and evt else None)
+            evt.wait()
+        return fn
+
+    def fill_launch():
+        cl.enqueue_fill_buffer(queue, buf, np.uint32(0), 0, 4)
+        cl.enqueue_nd_range_kernel(queue, knl, g, g).wait()
+
+    def calls(k):
+        for _ in range(k):
+            cl.enqueue_nd_range_kernel(queue, knl, g, g)
+    out = dict(one=median_us(one), chain8_events=median_us(chain(True)),
+               chain8_plain=median_us(chain(False)), fill_launch=median_us(fill_launch))
+    host, stream = _best_per_call(calls, queue.finish, max(repeat, 100))
+    out.update(host=host * 1e6, stream=stream * 1e6)
+    return out
+
+
+def profile_calls(queue, lg, calls, top=18):
+    """cProfile of ``calls`` cached in-place sorts of 2^lg uint32 keys, enqueued behind an
+    unfinished user event (host time only); prints the functions by their own time."""
+    import cProfile
+    import io
+    import pstats
+    sorter = clradix.Sorter(queue.context)
+    d = cl_array.to_device(queue, np.random.default_rng(1).integers(0, 2**32, 1 << lg,
+                                                                    dtype=np.uint32))
+    sorter.sort(queue, d).wait()
+    gate = cl.UserEvent(queue.context)
+    sorter.sort(queue, d, wait_for=[gate])
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    for _ in range(calls):
+        sorter.sort(queue, d)
+    prof.disable()
+    per_call = (time.perf_counter() - t0) / calls * 1e6
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    queue.finish()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(top)
+    print(f"profile: sort 2^{lg} uint32, {calls} cached calls behind a gate, "
+          f"{per_call:.1f} us host per call under the profiler")
+    print("\n".join(line for line in text.getvalue().splitlines()
+                    if line.strip() and not line.startswith(("   Ordered", "         "))))
 
 
 # ------------------------------------------------------------------ implementations
@@ -334,6 +424,11 @@ def main(args):
     hosts = [] if args.no_numpy else [NumpyCalls(None), NumpyCalls("stable")]
     floor = launch_floor(queue, clr[0].sorter, repeat)
     run.meta["launch_floor_us"] = floor
+    floors = launch_floors(queue, repeat)
+    run.meta["runtime_floors_us"] = floors
+    print("runtime floors, us: " + ", ".join(f"{k} {v:.1f}" for k, v in floors.items()))
+    for lg in args.profile or ():
+        profile_calls(queue, lg, 1000)
     print(f"device: {where['device_full']}; bare kernel launch: {floor:.1f} us host per call; "
           f"{repeat} calls per measurement")
     header = (f"{'impl':22s} {'op':8s} {'dtype':8s} {'n':>6s} {'single':>9s} {'stream':>9s} "

@@ -51,6 +51,8 @@
     hv = 16 // key_bytes  # keys per 16-byte load in os_histogram
     value_bytes = {None: 0, "uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}[value_t]
     raw_bytes = TILE * max(key_bytes, value_bytes)
+    if fused:   # os_fused's histogram work-groups count (MAXP x RADIX) and scan (WG) in it
+        raw_bytes = max(raw_bytes, MAXP * RADIX * 4, wg * (8 if index_t == "ulong" else 4))
     # unrolling the items-per-thread loops keeps them in registers on GPUs; CPU compilers (PoCL)
     # only take longer to compile them
     unroll = "    #pragma unroll" if backend == "ptx" else ""
@@ -104,15 +106,14 @@ ${common.wg_any_fn()}
 ${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
 
 /* Zero what the first `slots` tiles of a launch use in `ring` (their status and done words, and
-   the counters), spread over the work-groups of this launch. There are two rings: each os_pass
+   the counters), spread over `groups` work-groups (this one is `group`). There are two rings: each os_pass
    launch uses one and zeroes the other for the next launch, and os_histogram zeroes the first,
    so that no launch of the sort needs a separate fill. */
-static inline void clear_ring(__global uint* ring, uint slots)
+static inline void clear_ring(__global uint* ring, uint slots, uint group, uint groups)
 {
     const uint words = slots * (RADIX + 1) + 2;
-    const uint groups = get_num_groups(0);
     const uint per = (words + groups - 1) / groups;
-    const uint b = get_group_id(0) * per;
+    const uint b = group * per;
     const uint e = min(b + per, words);
     for (uint x = b + get_local_id(0); x < e; x += WG) {
         const uint at = x < slots * RADIX ? x
@@ -135,14 +136,13 @@ ${unroll}
             atomic_inc(&lh[p * RADIX + ((uint)(k >> sh[p]) & mk[p])]);
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
-                  __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
-                  __global uint* restrict rings, uint clear_slots)
+/* hist[p * RADIX + d] += the counts of the keys of this work-group's share (group of groups,
+   grid-stride) in lh (local, passes x RADIX) */
+static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, INDEX_T n,
+                                    __global INDEX_T* hist, uint begin_bit, uint end_bit,
+                                    KEY_T flip, __local uint* lh, uint group, uint groups,
+                                    uint lid)
 {
-    __local uint lh[${MAXP * RADIX}];
-    const uint lid = get_local_id(0);
-    clear_ring(rings, clear_slots);
     keys += keys_off;
     const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
     uint sh[${MAXP}], mk[${MAXP}];
@@ -153,8 +153,8 @@ void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n
     for (uint e = lid; e < passes * RADIX; e += WG)
         lh[e] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const INDEX_T stride = (INDEX_T)get_num_groups(0) * WG;
-    const INDEX_T first = (INDEX_T)get_group_id(0) * WG + lid;
+    const INDEX_T stride = (INDEX_T)groups * WG;
+    const INDEX_T first = (INDEX_T)group * WG + lid;
     INDEX_T head = 0;
 % if hv > 1:
     if ((keys_off & ${hv - 1}) == 0) {
@@ -180,6 +180,18 @@ void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n
             atomic_add(&hist[e], lh[e]);
 % endif
 }
+% if not fused:
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
+                  __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
+                  __global uint* restrict rings, uint clear_slots)
+{
+    __local uint lh[${MAXP * RADIX}];
+    clear_ring(rings, clear_slots, get_group_id(0), get_num_groups(0));
+    count_all_digits(keys, keys_off, n, hist, begin_bit, end_bit, flip, lh, get_group_id(0),
+                     get_num_groups(0), get_local_id(0));
+}
 
 /* bins[p * RADIX + d] = number of keys whose digit of pass p is below d (group p scans pass p) */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -189,6 +201,7 @@ void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict b
     const uint p = get_group_id(0);
     rake_scan_index(hist + p * RADIX, bins + p * RADIX, RADIX, scratch, get_local_id(0));
 }
+% endif
 
 static inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
 
@@ -641,15 +654,11 @@ ${unroll}
 }
 % endif
 
-/* One digit pass over one portion: a tile per work-group, in the steps above. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
-void os_pass(${common.stream_params(value_t, 13) | trim}
-             __global volatile uint* restrict rings, uint ring, uint clear_slots,
-             __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
-             uint bins_off,
-             INDEX_T portion_start, uint portion_len, uint shift, uint digit_mask, KEY_T flip,
-             uint write_keys)
-{
+## The local memory and the steps of one tile of a digit pass, shared by os_pass and os_fused.
+## The steps expect: t (the tile), keys_in (the portion's first key), keys_out, portion_start,
+## portion_len, shift, digit_mask, flip, write_keys, status/done/counters (the pass's ring),
+## bins_out; with values vals_src (the portion's first value), vals_dst, vals_iota_now.
+<%def name="tile_locals()">
     __local ulong2 lraw[${(raw_bytes + 15) // 16}];
     __local uint lcount[NW * RADIX];
     __local uint lscan[WG];
@@ -662,20 +671,12 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
     __local uint ltile;
     __local uint lflag;
     __local uchar ldig[TILE];
-
     __local KEY_T* lkeys = (__local KEY_T*)lraw;
-    __global volatile uint* status = rings + ring * RING_WORDS;
-    __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
-    __global volatile uint* counters = done + RING;        /* [0] tile ids, [1] tail */
     const uint lid = get_local_id(0);
     const uint lane = sg_lane();
     const uint w = sg_id();
-    keys_in += keys_in_off + portion_start;
-    keys_out += keys_out_off;
-
-    /* the other ring is not read in this launch: zero it for the next one */
-    clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots);
-    const uint t = take_tile(counters, &ltile, lcount, bins_in + bins_off, lbins, lid);
+</%def>
+<%def name="tile_steps()">
     const uint base = t * TILE;
     const uint valid = min((uint)TILE, portion_len - base);
     const uint slot = (t % RING) * RADIX;
@@ -696,18 +697,191 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
     look_back(status, t, keys_in, portion_len, shift, digit_mask, flip, lprefix, lfb, &lflag,
               lid);
     const uint last = t == (portion_len + TILE - 1) / TILE - 1;
-    publish_prefix(status, slot, t, epoch, last, lprefix, ltotal, lbins, bins_out + bins_off, lid);
+    publish_prefix(status, slot, t, epoch, last, lprefix, ltotal, lbins, bins_out, lid);
     release_slot(t, done, counters, lid);
 
     uint dj[IPT];
     scatter_keys(dj, lkeys, keys_out, write_keys, valid, lbase, lbins, lprefix, lcount, ldig,
                  lid);
 % if value_t:
-    scatter_values(dest, dj, vals_in + vals_in_off + portion_start, vals_out + vals_out_off,
-                   vals_iota, portion_start, base, valid, (__local VALUE_T*)lraw, lbase, w, lane,
-                   lid);
+    scatter_values(dest, dj, vals_src, vals_dst, vals_iota_now, portion_start, base, valid,
+                   (__local VALUE_T*)lraw, lbase, w, lane, lid);
 % endif
+</%def>
+% if not fused:
+
+/* One digit pass over one portion: a tile per work-group, in the steps above. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+void os_pass(${common.stream_params(value_t, 13) | trim}
+             __global volatile uint* restrict rings, uint ring, uint clear_slots,
+             __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
+             uint bins_off,
+             INDEX_T portion_start, uint portion_len, uint shift, uint digit_mask, KEY_T flip,
+             uint write_keys)
+{
+${tile_locals()}
+    __global volatile uint* status = rings + ring * RING_WORDS;
+    __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
+    __global volatile uint* counters = done + RING;        /* [0] tile ids, [1] tail */
+    keys_in += keys_in_off + portion_start;
+    keys_out += keys_out_off;
+    bins_out += bins_off;
+% if value_t:
+    __global const VALUE_T* vals_src = vals_in + vals_in_off + portion_start;
+    __global VALUE_T* vals_dst = vals_out + vals_out_off;
+    const uint vals_iota_now = vals_iota;
+% endif
+
+    /* the other ring is not read in this launch: zero it for the next one */
+    clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots,
+               get_group_id(0), get_num_groups(0));
+    const uint t = take_tile(counters, &ltile, lcount, bins_in + bins_off, lbins, lid);
+${tile_steps()}
 }
+% else:
+
+/* Release and acquire between work-groups of one launch, for os_fused: arrive() adds one to a
+   counter after everything this work-item (and, through the barrier before it, its work-group)
+   wrote, and returns the old count; load_acquire() reads a counter so that what was written
+   before its arrivals is seen after. */
+%   if status_atomics == "ptx":
+static inline uint arrive(__global volatile uint* p)
+{
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    const uint old = atomic_inc(p);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    return old;
+}
+static inline uint load_acquire(__global volatile uint* p)
+{
+    uint r;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+    return r;
+}
+%   elif status_atomics == "c11":
+static inline uint arrive(__global volatile uint* p)
+{
+    return atomic_fetch_add_explicit((volatile __global atomic_uint*)p, 1u, memory_order_acq_rel,
+                                     memory_scope_device);
+}
+static inline uint load_acquire(__global volatile uint* p)
+{
+    return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_acquire,
+                                memory_scope_device);
+}
+%   else:
+static inline uint arrive(__global volatile uint* p)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    const uint old = atomic_inc(p);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return old;
+}
+static inline uint load_acquire(__global volatile uint* p)
+{
+    const uint r = atomic_or(p, 0u);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return r;
+}
+%   endif
+
+/* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts), then one ring
+   per pass. Counters: [0] virtual work-group ids, [1] histogram work-groups done, [2] digit
+   starts ready, [3 + p] tiles of pass p done. */
+#define FUSED_HEAD ${-(-(3 + MAXP) // 16) * 16}
+#define FUSED_HIST_WORDS (${MAXP} * RADIX * ${8 if index_t == "ulong" else 4} / 4)
+
+/* A whole sort of n keys (n < 2**29) in one launch, after one fill that zeroes `work`'s
+   counters and histogram: the work-groups take virtual ids from an atomic counter; the first
+   hist_groups of them count the digits of every pass (os_histogram's work) and zero the rings,
+   and the last of those to finish scans the counts into the digit starts (os_bins' work); the
+   others are the tiles of pass 0, then of pass 1, ... (os_pass's work), each waiting until the
+   digit starts are ready (pass 0) or every tile of the pass before has written its keys. As with
+   the ring, a work-group waits only for work-groups with smaller ids, which have started and
+   wait only for smaller ids in turn: no assumption about which work-groups run together.
+   Pass p reads keys_src (p = 0) or the output of pass p - 1, and writes keys_a (even p) or
+   keys_b (odd p); the last pass writes keys only when last_writes_keys (not for argsort).
+   Values likewise from vals_first (or the indices, vals_iota) through vals_a and vals_b. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
+              __global KEY_T* keys_a, ulong keys_a_off,
+              __global KEY_T* keys_b, ulong keys_b_off,
+%   if value_t:
+              __global VALUE_T* vals_first, ulong vals_first_off,
+              __global VALUE_T* vals_a, ulong vals_a_off,
+              __global VALUE_T* vals_b, ulong vals_b_off, uint vals_iota,
+%   endif
+              __global volatile uint* restrict work, __global INDEX_T* restrict bins,
+              uint n, uint begin_bit, uint end_bit, KEY_T flip, uint last_writes_keys,
+              uint hist_groups, uint tiles, uint clear_slots)
+{
+${tile_locals()}
+    __local uint lvid;
+    const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
+    __global INDEX_T* hist = (__global INDEX_T*)(work + FUSED_HEAD);
+    __global volatile uint* rings = work + FUSED_HEAD + FUSED_HIST_WORDS;
+    if (lid == 0)
+        lvid = atomic_inc(&work[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint v = lvid;
+    if (v < hist_groups) {
+        for (uint p = 0; p < passes; ++p)
+            clear_ring((__global uint*)(rings + p * RING_WORDS), clear_slots, v, hist_groups);
+        count_all_digits(keys_src, keys_src_off, n, hist, begin_bit, end_bit, flip,
+                         (__local uint*)lraw, v, hist_groups, lid);
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        if (lid == 0)
+            lflag = arrive(&work[1]) == hist_groups - 1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lflag) {   /* the last histogram work-group: every pass's digit starts */
+            for (uint p = 0; p < passes; ++p)
+                rake_scan_index(hist + p * RADIX, bins + p * RADIX, RADIX,
+                                (__local INDEX_T*)lraw, lid);
+            barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+            if (lid == 0)
+                arrive(&work[2]);
+        }
+    } else {
+        /* a tile of a pass (an else, not an early return from the branch above: PoCL hung in
+           the ring claim's loop of barriers after such a return) */
+        const uint u = v - hist_groups;
+        const uint p = u / tiles;
+        const uint t = u - p * tiles;
+        if (lid == 0)
+            while (load_acquire(&work[2 + p]) < (p == 0 ? 1u : tiles))
+                ;
+        for (uint e = lid; e < NW * RADIX; e += WG)
+            lcount[e] = 0;
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        for (uint d = lid; d < RADIX; d += WG)
+            lbins[d] = bins[p * RADIX + d];
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        const uint shift = begin_bit + p * ${radix_bits};
+        const uint digit_mask = (1u << min((uint)${radix_bits}, end_bit - shift)) - 1u;
+        __global const KEY_T* keys_in = p == 0 ? keys_src + keys_src_off
+                                      : (p & 1u) ? keys_a + keys_a_off : keys_b + keys_b_off;
+        __global KEY_T* keys_out = (p & 1u) ? keys_b + keys_b_off : keys_a + keys_a_off;
+        const uint write_keys = p + 1 < passes || last_writes_keys;
+%   if value_t:
+        __global const VALUE_T* vals_src = p == 0 ? vals_first + vals_first_off
+                                         : (p & 1u) ? vals_a + vals_a_off : vals_b + vals_b_off;
+        __global VALUE_T* vals_dst = (p & 1u) ? vals_b + vals_b_off : vals_a + vals_a_off;
+        const uint vals_iota_now = p == 0 && vals_iota;
+%   endif
+        const INDEX_T portion_start = 0;
+        const uint portion_len = n;
+        __global INDEX_T* bins_out = bins + (passes + p) * RADIX;   /* (read by no one) */
+        __global volatile uint* status = rings + p * RING_WORDS;
+        __global volatile uint* done = status + RING * RADIX;
+        __global volatile uint* counters = done + RING;
+${tile_steps()}
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        if (lid == 0)
+            arrive(&work[3 + p]);
+    }
+}
+% endif
 
 /* A whole sort of n <= TILE keys by one work-group in one launch, with os_pass's ranking: for
    each digit of [begin_bit, end_bit), the tile's keys are ranked stably by the digit (rank_keys,

@@ -47,6 +47,12 @@ def check_queue(ctx, queue):
     check_context(ctx, queue.context, "queue")
 
 
+def in_order(queue):
+    """Whether ``queue`` runs its commands in order (no out-of-order execution mode)."""
+    return not (queue.properties
+                & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+
+
 def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
     """Check ``obj`` (Buffer or Array) and describe ``n`` elements of it.
 

@@ -168,11 +168,17 @@ class LaunchSequence:
         """The commands' names, in order (what a driver's trace records)."""
         return [s.name for s in self.steps]
 
-    def run(self, queue, buffers, offsets, alloc, wait, trace=None):
+    def run(self, queue, buffers, offsets, alloc, wait, trace=None, in_order=False):
         """Enqueue the sequence after the events ``wait`` (a list, may be empty): ``buffers`` and
         ``offsets`` are the caller's four slots (None where unused), temporaries come from
         ``alloc(nbytes)``. Returns the last command's event; ``trace`` (a list or None) gets
-        (name, event) of each command."""
+        (name, event) of each command.
+
+        On an out-of-order queue each command waits for the event of the one before. On an
+        ``in_order`` queue only the first command waits (for ``wait``): the queue already runs the
+        commands one after the other with the memory of each visible to the next, and an event
+        wait list is not free there (NVIDIA's runtime spends host time on each).
+        """
         objs = list(buffers)
         if self.temp_sizes:
             objs.extend([alloc(nb) for nb in self.temp_sizes])
@@ -182,5 +188,5 @@ class LaunchSequence:
             evt = step.enqueue(queue, objs, offsets, wait)
             if trace is not None:
                 trace.append((step.name, evt))
-            wait = [evt]
+            wait = None if in_order else [evt]
         return evt

@@ -15,6 +15,7 @@ import numpy as np
 from .digit_passes import DigitPasses
 from .reduce_then_scan import OneLaunch
 from .policy import ONESWEEP_PORTION
+from .sizes import index_bytes
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
 PORTION = ONESWEEP_PORTION
@@ -29,7 +30,7 @@ class Onesweep(DigitPasses):
                     lookback=pol.lookback, spin_limit=pol.spin_limit,
                     ring_guard=pol.ring_guard,
                     tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
-                    force_fallback=bool(pol.force_fallback),
+                    force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
                     status_atomics=self._status_atomics(),
                     serial_claim="oclgrind" in self.profile.platform.lower())
 
@@ -104,6 +105,77 @@ def _c_version(device):
     """(major, minor) of the device's OpenCL C (CL_DEVICE_OPENCL_C_VERSION, "OpenCL C 3.1 ...")."""
     m = re.match(r"OpenCL C (\d+)\.(\d+)", getattr(device, "opencl_c_version", "") or "")
     return (int(m.group(1)), int(m.group(2))) if m else (1, 2)
+
+
+class OnesweepFused(Onesweep):
+    """Onesweep in one launch (os_fused) after one fill: the histogram work-groups, the scan and
+    the tiles of every pass take virtual ids from one counter, and a pass's tiles wait until the
+    one before has written its keys. Temporary memory beyond the ping-pong buffers: the counters,
+    the histogram and one status ring per pass, and the digit starts."""
+
+    kernel_names = ("os_fused",)
+
+    def __init__(self, *args):
+        DigitPasses.__init__(self, *args)
+        ulong, uint = np.uint64, np.uint32
+        key_np = self.codec.unsigned_dtype.type
+        stream = [None, ulong] * 3
+        vals = [None, ulong] * 3 + [uint] if self.value_t else []
+        self.arg_types = {"os_fused": stream + vals + [None, None, uint, uint, uint, key_np, uint,
+                                                       uint, uint, uint]}
+
+    @classmethod
+    def _layout(cls, policy, index_bytes, key_bits, npasses):
+        """(bytes the fill zeroes: the counters and the histogram, bytes of `work`: those and a
+        status ring per pass, bytes of the digit starts) as os_fused lays them out."""
+        maxp = -(-key_bits // policy.radix_bits)
+        ring_words = policy.ring_slots * (policy.radix + 1) + 2
+        head_words = -(-(3 + maxp) // 16) * 16   # FUSED_HEAD: 3 + one counter per pass
+        head = head_words * 4 + maxp * policy.radix * index_bytes
+        return head, head + npasses * ring_words * 4, 2 * npasses * policy.radix * index_bytes
+
+    @classmethod
+    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        _, work, bins = cls._layout(policy, index_bytes(n), 8 * key_bytes, len(passes))
+        return n * (key_bytes + value_bytes) + work + bins
+
+    def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
+        pol = self.policy
+        wg = pol.wg_size
+        head, work_bytes, bins_bytes = self._layout(pol, self.index_bytes, self.codec.bits,
+                                                    len(passes))
+        work, bins = seq.temp(work_bytes)[0], seq.temp(bins_bytes)[0]
+        tiles = -(-n // pol.tile)
+        hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
+        begin, end = passes[0][0], passes[-1][0] + passes[-1][1]
+        keys = _first_and_pingpong(key_io)
+        args = [a for pair in keys for a in pair]
+        if val_io is not None:
+            vfirst, va, vb = _first_and_pingpong(val_io)
+            if iota:
+                vfirst = va          # (not read: the first pass makes the indices)
+            args += [*vfirst, *va, *vb, int(bool(iota))]
+        write_last = int(key_io[-1][1] is not None)
+        seq.fill("fill counters", (work, 0), np.uint32(0), head)
+        seq.launch("os_fused", "os_fused", ((hist_groups + len(passes) * tiles) * wg,), (wg,),
+                   args + [work, bins, n, begin, end, self.codec.flip(descending), write_last,
+                           hist_groups, tiles, min(pol.ring_slots, tiles)])
+
+
+def _first_and_pingpong(io):
+    """(first input, output of even passes, output of odd passes) of a stream's (in, out) pairs,
+    checked: os_fused can only alternate between two outputs after the first input."""
+    first, a = io[0]
+    b = io[1][1] if len(io) > 1 else a
+    a = a if a is not None else b
+    b = b if b is not None else a
+    if a is None:     # one pass that writes no keys (argsort): nothing is written through them
+        a = b = first
+    for p, (src, dst) in enumerate(io):
+        want_dst = a if p % 2 == 0 else b
+        if (p > 0 and src != (io[p - 1][1])) or (dst is not None and dst != want_dst):
+            raise AssertionError(f"os_fused: pass {p} of {io} does not alternate")
+    return first, a, b
 
 
 class OnesweepSmall(OneLaunch, Onesweep):

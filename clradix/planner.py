@@ -16,7 +16,7 @@ from dataclasses import replace
 from .device import Profiles
 from .driver import WorkGroupLimitError
 from .keys import VALUE_CL_TYPES
-from .onesweep import Onesweep, OnesweepSmall
+from .onesweep import Onesweep, OnesweepFused, OnesweepSmall
 from .policy import PolicyError, plan_sort, pow2_floor, validate, without_ranking
 from .radix_select import RadixSelect
 from .reduce_then_scan import ReduceThenScan, SingleWorkGroup
@@ -33,6 +33,8 @@ def driver_class(policy):
     one that ranks them as onesweep does."""
     if policy.algorithm == "single_wg" and policy.radix_bits == 8:
         return OnesweepSmall
+    if policy.algorithm == "onesweep" and policy.fused_passes:
+        return OnesweepFused
     return DRIVERS[policy.algorithm]
 
 # How many call configurations (device, keys, values, sizes) a planner remembers the driver of: a

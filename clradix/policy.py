@@ -45,6 +45,9 @@ class SortPolicy:
     force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
     fused_scan: bool = False      # reduce-then-scan: each scatter block scans the digit counts
     #                               itself (2 launches per pass instead of 3)
+    fused_passes: bool = False    # onesweep: the histogram, the scan and every digit pass in one
+    #                               launch after one fill (os_fused; n <= ring_slots x tile:
+    #                               its rings hold every tile of a pass, no slot is reused)
 
     @property
     def tile(self):
@@ -64,7 +67,11 @@ class SortPolicy:
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
         if self.algorithm == "onesweep":
-            return (self.tile * max(key_bytes, value_bytes or 0)   # staging of keys, then values
+            raw = self.tile * max(key_bytes, value_bytes or 0)
+            if self.fused_passes:   # os_fused counts every pass's digits there
+                raw = max(raw, -(-8 * key_bytes // self.radix_bits) * self.radix * 4,
+                          self.wg_size * index_bytes)
+            return (raw                                            # staging of keys, then values
                     + self.tile                                    # the staged keys' digits
                     + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
                     + self.wg_size * 8                             # scan + match scratch
@@ -114,9 +121,13 @@ _DEFAULTS = {
     # read 256 x 64 counts each; untimed: the latency benchmark's --variants compare it with
     # fused_scan=False and onesweep). Before the fusion: u32 2^16 0.264 ms,
     # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
-    "nvidia-small": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256,
-                               items_per_thread=16, blocks_per_cu=8, fused_scan=True),
+    "nvidia-small": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+                               ranking="ptx", sg_size=32),
 }
+# NVIDIA's OpenCL runtime spends about 10 us of host time on every enqueued command (H100, driver
+# 580.159, 2026-11-23: 8 chained empty kernels and a wait 85 us, one 15.5 us), so below this many
+# keys the onesweep passes run as one launch (os_fused) after one fill: 2 commands instead of 7.
+NVIDIA_FUSED_MAX = 1 << 22
 
 
 # The type of each SortPolicy field, and the accepted values of the enum-like string fields.
@@ -202,6 +213,13 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     small = _small_policy(profile, codec, value_bytes, fields)
     if small is not None and n <= small.tile and not (
             {"algorithm", "radix_bits", "wg_size", "items_per_thread"} & set(fields)):
+        if small.radix_bits == 8:
+            # os_small ranks every slot of its tile: no larger tile than n needs (H100, 2^10
+            # uint32 keys: 256 x 32 took about 30 us of device time per call)
+            ipt = 4
+            while ipt * small.wg_size < n and ipt < small.items_per_thread:
+                ipt *= 2
+            small = replace(small, items_per_thread=min(ipt, small.items_per_thread))
         return small
     if fields.get("algorithm") == "single_wg":
         return small or replace(_DEFAULTS["small"], **fields)
@@ -218,6 +236,14 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         while (policy.items_per_thread > 1
                and policy.local_bytes(kb, ib, value_bytes or 0) > profile.local_mem_bytes):
             policy = replace(policy, items_per_thread=policy.items_per_thread * 3 // 4)
+    if (profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
+            and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
+            and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
+        policy = replace(policy, fused_passes=True)
+    if policy.fused_passes and "ring_slots" not in fields:
+        # the rings hold every tile of a pass (os_fused reuses no slot)
+        tiles = -(-n // policy.tile)
+        policy = replace(policy, ring_slots=max(policy.ring_slots, 1 << (tiles - 1).bit_length()))
     return policy
 
 
@@ -317,6 +343,15 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     need = policy.local_bytes(key_bytes, index_bytes, value_bytes)
     if policy.algorithm == "single_wg" and n_keys is not None and n_keys > policy.tile:
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
+    if policy.fused_passes and policy.algorithm != "onesweep":
+        raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
+    if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
+        raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
+                          f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "
+                          f"reused), not {n_keys}")
+    if policy.fused_passes and n_keys is not None and n_keys > ONESWEEP_PORTION:
+        raise PolicyError(f"fused_passes sorts at most {ONESWEEP_PORTION} keys in its one launch "
+                          f"(29-bit look-back counts), not {n_keys}")
     if not profile.has_int64:
         uses = [what for what, wide in (("64-bit keys", key_bytes == 8),
                                         ("64-bit indices", index_bytes == 8),

@@ -14,7 +14,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from .arguments import Operand, attach_event, check_disjoint, check_n, check_queue, operand
+from .arguments import (Operand, attach_event, check_disjoint, check_n, check_queue, in_order,
+                        operand)
 from . import segmented
 from .digit_passes import READY_SEQUENCES, digit_passes
 from .keys import key_codec, value_cl_type
@@ -73,7 +74,7 @@ class Sorter:
         self._pools = QueuePools()
         # call configuration -> (planner generation, driver, its ready launch sequence)
         self._ready = {}
-        self._queue_checked = _NO_QUEUE
+        self._queue_checked = (_NO_QUEUE, False, None, 0)
 
     # ------------------------------------------------------------------ public API
 
@@ -95,7 +96,7 @@ class Sorter:
         ``segments`` (num_segments + 1 int32/int64 offsets: a pyopencl Array, or a numpy array)
         sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.segmented).
         """
-        self._check_queue(queue)
+        checked = self._check_queue(queue)
         keys = operand(buf, self.context, "keys", dtype=dtype,
                        n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(keys.dtype)
@@ -118,7 +119,7 @@ class Sorter:
         vb, vo = (vals.buffer, vals.offset) if vals else (None, 0)
         evt = self._enqueue(queue, codec, vals.dtype.itemsize if vals else 0, n, begin_bit,
                             end_bit, descending, False, (kb, kb, vb, vb), (ko, ko, vo, vo),
-                            allocator, wait)
+                            allocator, wait, checked)
         return self._done(queue, evt, wait, keys, vals)
 
     def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
@@ -136,7 +137,7 @@ class Sorter:
         ``segments``, each index is the position within its segment; ``out`` entries outside
         every segment are not written.
         """
-        self._check_queue(queue)
+        checked = self._check_queue(queue)
         k = operand(keys, self.context, "keys", dtype=dtype,
                     n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(k.dtype)
@@ -171,7 +172,7 @@ class Sorter:
             return out_arr, self._done(queue, evt, wait, o)
         evt = self._enqueue(queue, codec, idx_dtype.itemsize, n, begin_bit, end_bit, descending,
                             True, (k.buffer, None, None, o.buffer), (k.offset, 0, 0, o.offset),
-                            allocator, wait)
+                            allocator, wait, checked)
         return out_arr, self._done(queue, evt, wait, o)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
@@ -238,18 +239,22 @@ class Sorter:
         return vals
 
     def _check_queue(self, queue):
-        """check_queue, skipped for the queue that passed it last (kept alive here)."""
-        if queue is not self._queue_checked:
+        """check_queue, skipped for the queue that passed it last (kept alive here, with whether
+        it runs its commands in order and its device, in one tuple: threads with other queues may replace it)."""
+        checked = self._queue_checked
+        if queue is not checked[0]:
             check_queue(self.context, queue)
-            self._queue_checked = queue
+            device = queue.device
+            checked = self._queue_checked = (queue, in_order(queue), device, device.int_ptr)
+        return checked
 
     def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
-                 buffers, offsets, allocator, wait):
+                 buffers, offsets, allocator, wait, checked):
         """Enqueue the ready launch sequence of the call configuration (sort and argsort alike;
         planned, built and made ready on its first call), under the lock: no two threads set one
         kernel's arguments at once."""
-        device = queue.device
-        key = (device.int_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
+        _, in_order, device, device_ptr = checked
+        key = (device_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
                argsort)
         ready = self._ready.get(key)
         generation = self.planner.generation
@@ -266,7 +271,7 @@ class Sorter:
         if seq.temp_sizes:
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
         with self._lock:
-            return seq.run(queue, buffers, offsets, alloc, wait, algo.trace)
+            return seq.run(queue, buffers, offsets, alloc, wait, algo.trace, in_order)
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""

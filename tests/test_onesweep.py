@@ -119,7 +119,7 @@ def test_value_widths(ctx, queue, rng):
 def test_temp_bytes_is_constant_beyond_ping_pong(ctx):
     # one policy for every n (the planner's radix bits may depend on n)
     sorter = clradix.Sorter(ctx, algorithm="onesweep", ranking="local", wg_size=WG,
-                            items_per_thread=IPT, radix_bits=8)
+                            items_per_thread=IPT, radix_bits=8, fused_passes=False)
     extra = [sorter.temp_bytes(n, np.uint32) - 4 * n for n in (10 ** 4, 10 ** 6, 10 ** 7)]
     assert extra[0] == extra[1] == extra[2] > 0
     kv = sorter.temp_bytes(10 ** 6, np.uint32, np.uint64)
@@ -154,3 +154,56 @@ def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
         check_sort(queue, sorter, keys, "pairs")
     assert "khr" not in ranking_backends(sorter.planner.profiles.get(dev))
     check_sort(queue, sorter, keys, "pairs")  # no second warning needed: the profile remembers
+
+
+# ---------------------------------------------------------------- os_fused: one launch, one fill
+
+FUSED_DTYPES = [("uint8", 2), ("int16", 8), ("float16", 4), ("float32", 8), ("int32", 4),
+                ("float64", 8), ("uint64", 4)]
+
+
+@pytest.mark.parametrize("dtype,radix_bits", FUSED_DTYPES,
+                         ids=[f"{d}-{rb}" for d, rb in FUSED_DTYPES])
+def test_fused_passes(ctx, queue, rng, dtype, radix_bits):
+    """The histogram, the scan and every digit pass in one launch: every op, both directions,
+    sizes from one key to many tiles, with every ranking back-end of the device."""
+    for ranking in backends(ctx):
+        sorter = make(ctx, ranking, radix_bits=radix_bits, fused_passes=True)
+        for n in (0, 1, 2, TILE - 1, TILE + 1, 29 * TILE + 7):
+            keys = float_specials(rng, dtype, n)
+            check_sort(queue, sorter, keys, "pairs")
+            check_sort(queue, sorter, keys, "argsort", descending=True, out=True)
+        check_sort(queue, sorter, float_specials(rng, dtype, 61 * TILE + 3), "keys",
+                   descending=True)
+
+
+@pytest.mark.parametrize("begin,end", [(4, 12), (3, 17), (0, 24), (24, 32)])
+def test_fused_bit_ranges(ctx, queue, rng, begin, end):
+    """Odd and even pass counts (an odd one ends in the temporary and copies home)."""
+    sorter = make(ctx, "local", fused_passes=True)
+    keys = uniform(rng, np.uint32, 17 * TILE + 2)
+    for op in ("keys", "pairs", "argsort"):
+        check_sort(queue, sorter, keys, op, begin_bit=begin, end_bit=end)
+
+
+def test_fused_value_widths_fallback_and_offsets(ctx, queue, rng):
+    sorter = make(ctx, "local", fused_passes=True, force_fallback=True)
+    n = 9 * TILE + 1
+    keys = DISTRIBUTIONS["distinct16"](rng, np.uint64, n)
+    for vdt in (np.uint8, np.uint16, np.uint64, np.dtype("V16")):
+        vals = rng.integers(0, 256, n * np.dtype(vdt).itemsize, dtype=np.uint8).view(vdt)
+        check_sort(queue, sorter, keys, "pairs", values=vals, pad=3)
+    check_sort(queue, sorter, float_specials(rng, np.float32, n), "argsort", pad=5)
+
+
+def test_fused_refuses_a_ring_that_would_wrap(ctx, queue, rng):
+    """os_fused reuses no ring slot: a ring smaller than a pass's tiles is refused before
+    anything is enqueued, and the planner sizes the ring itself when ring_slots is not given."""
+    import pyopencl.array as cl_array
+    keys = uniform(rng, np.uint32, 30 * TILE)
+    d = cl_array.to_device(queue, keys)
+    with pytest.raises(clradix.PolicyError, match="ring_slots x tile"):
+        make(ctx, "local", fused_passes=True, ring_slots=24, lookback=8).sort(queue, d)
+    assert np.array_equal(d.get(), keys)
+    pol = make(ctx, "local", fused_passes=True).plan(ctx.devices[0], np.uint32, 5000 * TILE)
+    assert pol.fused_passes and pol.ring_slots >= 5000

@@ -54,8 +54,19 @@ def test_planner_picks_per_device():
     nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
     pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** 28)
     assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "ptx", 32)
-    assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 16).algorithm == "reduce_then_scan"
+    assert not pol.fused_passes
+    # up to 2^22 keys on NVIDIA: onesweep in one launch, its rings holding every tile
+    for lg in (14, 16, 20, 22):
+        pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** lg)
+        assert (pol.algorithm, pol.fused_passes) == ("onesweep", True), lg
+        assert pol.ring_slots * pol.tile >= 2 ** lg
+    assert not plan_sort(nv, key_codec(np.uint32), None, 2 ** 22 + 1).fused_passes
+    # one tile: one work-group, its tile no larger than the keys need (from 256 x 4 up)
+    small = plan_sort(nv, key_codec(np.uint32), None, 2 ** 10)
+    assert (small.algorithm, small.tile) == ("single_wg", 1024)
     assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 11).algorithm == "single_wg"
+    assert plan_sort(nv, key_codec(np.uint32), None, 3000).tile == 4096
+    assert plan_sort(nv, key_codec(np.uint32), None, 10).tile == 1024
     other_gpu = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 20)
     assert other_gpu.algorithm == "reduce_then_scan"
     cpu = plan_sort(profile(device_type="cpu", local_mem_bytes=2 ** 20), key_codec(np.uint32),
