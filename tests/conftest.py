@@ -279,3 +279,16 @@ def check_topk(queue, x, k, largest=True, sorted_=True, selector=None, to_device
     compare_topk(x, k, values, indices, largest, sorted_)
     np.testing.assert_array_equal(bits_of(a.get()), bits_of(x), err_msg="top-k changed its input")
     return values, indices
+
+
+def one_group_tile(sorter, device, dtype, value_dtype=None):
+    """The most keys ``sorter``'s planner sorts with one work-group on ``device`` (its plan for
+    fewer keys may use a smaller tile: os_small's tile follows n)."""
+    lo, hi = 1, 1 << 17
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sorter.plan(device, dtype, mid, value_dtype).algorithm == "single_wg":
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -11,14 +11,14 @@ import clradix
 from clradix import launches
 from clradix.keys import key_codec
 
-from conftest import check_sort
+from conftest import check_sort, one_group_tile
 from data import float_specials
 
 from test_threads import THREADS, _run_threads
 
 
 def _tile(ctx):
-    return clradix.Sorter(ctx).plan(ctx.devices[0], np.uint32, 1).tile
+    return one_group_tile(clradix.Sorter(ctx), ctx.devices[0], np.uint32)
 
 
 def test_a_repeated_call_builds_nothing(ctx, queue, rng, monkeypatch):

@@ -13,13 +13,13 @@ import pytest
 import clradix
 
 from data import DISTRIBUTIONS, float_specials
-from conftest import FailingAllocator, check_sort
+from conftest import FailingAllocator, check_sort, one_group_tile
 from reference import bits_of
 
 
 def _sizes(ctx, dtype):
     """One size per algorithm the planner uses here: a single tile and several tiles."""
-    tile = clradix.Sorter(ctx).plan(ctx.devices[0], dtype, 1).tile
+    tile = one_group_tile(clradix.Sorter(ctx), ctx.devices[0], dtype)
     return [tile - 3, 5 * tile + 11]
 
 

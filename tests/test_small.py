@@ -10,7 +10,7 @@ import clradix
 from clradix.keys import KEY_DTYPES
 from clradix.policy import PolicyError
 
-from conftest import check_sort
+from conftest import check_sort, one_group_tile
 from data import DISTRIBUTIONS, float_specials
 from reference import bits_of
 
@@ -103,7 +103,7 @@ def test_one_launch_at_the_default_tile(ctx, queue, rng):
     """The planner's one-work-group sort at its tile - 1, tile (one command each) and tile + 1
     (several), checked against numpy."""
     sorter = clradix.Sorter(ctx)
-    tile = sorter.plan(ctx.devices[0], np.uint32, 1).tile
+    tile = one_group_tile(sorter, ctx.devices[0], np.uint32)
     for n, one in ((tile - 1, True), (tile, True), (tile + 1, False)):
         trace = []
         keys = float_specials(rng, np.uint32, n)

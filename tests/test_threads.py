@@ -12,7 +12,7 @@ import pytest
 import clradix
 from clradix.launches import LaunchSequence
 
-from conftest import SORT_OPS, check_sort
+from conftest import SORT_OPS, check_sort, one_group_tile
 from data import DISTRIBUTIONS
 
 THREADS = 4
@@ -22,7 +22,7 @@ DTYPES = [np.uint8, np.int16, np.float16, np.uint32, np.float32, np.int64, np.fl
 
 def _sizes(ctx):
     """Sizes for both algorithms the planner uses here: within one tile and of several tiles."""
-    tile = clradix.Sorter(ctx).plan(ctx.devices[0], np.uint32, 1).tile
+    tile = one_group_tile(clradix.Sorter(ctx), ctx.devices[0], np.uint32)
     return [0, 1, 17, tile - 1, tile + 1, 3 * tile + 5, 7 * tile]
 
 
@@ -144,7 +144,7 @@ def test_sorts_while_caches_are_cleared(ctx):
 def test_module_functions_from_threads(ctx):
     """clradix.sort / clradix.argsort share one Sorter per context across threads."""
     queues = [cl.CommandQueue(ctx) for _ in range(THREADS)]
-    tile = clradix.Sorter(ctx).plan(ctx.devices[0], np.float32, 1).tile
+    tile = one_group_tile(clradix.Sorter(ctx), ctx.devices[0], np.float32)
 
     def work(t):
         rng = np.random.default_rng(zlib.crc32(f"module {t}".encode()))
