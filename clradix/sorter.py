@@ -239,8 +239,8 @@ class Sorter:
         return vals
 
     def _check_queue(self, queue):
-        """check_queue, skipped for the queue that passed it last (kept alive here, with whether
-        it runs its commands in order and its device, in one tuple: threads with other queues may replace it)."""
+        """check_queue, skipped for the queue that passed it last. Returns (queue, in order,
+        device, device pointer), kept as one tuple: threads with other queues may replace it."""
         checked = self._queue_checked
         if queue is not checked[0]:
             check_queue(self.context, queue)
