@@ -170,24 +170,6 @@ def time_host_calls(call, repeat):
     return dict(single_us=s, stream_us=s)
 
 
-def launch_floor(queue, sorter, repeat):
-    """Host microseconds of one bare kernel launch: a built clradix kernel (the index fill of a
-    one-work-group driver) whose arguments are set once, enqueued ``repeat`` times (best of 3)."""
-    driver = sorter.planner.prepare(queue.device, key_codec(np.uint32), 4, 256)
-    knl = cl.Kernel(driver.program, "rts_iota")
-    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 256 * 4)
-    knl.set_args(buf, np.uint64(0), np.uint32(256))
-    gsize = lsize = (min(256, driver.policy.wg_size),)
-
-    def calls(k):
-        for _ in range(k):
-            cl.enqueue_nd_range_kernel(queue, knl, gsize, lsize)
-    calls(10)
-    queue.finish()
-    host, _ = _best_per_call(calls, queue.finish, max(repeat, 100))
-    return host * 1e6
-
-
 _NOP = """__kernel void nop(__global uint* p, uint n)
 {
     if (get_global_id(0) == n)
@@ -422,10 +404,9 @@ def main(args):
     for p in common.cuda_peers(args, run):
         peers.append(CupyCalls() if p.library == "cupy" else TorchCalls())
     hosts = [] if args.no_numpy else [NumpyCalls(None), NumpyCalls("stable")]
-    floor = launch_floor(queue, clr[0].sorter, repeat)
-    run.meta["launch_floor_us"] = floor
     floors = launch_floors(queue, repeat)
     run.meta["runtime_floors_us"] = floors
+    floor = run.meta["launch_floor_us"] = floors["host"]
     print("runtime floors, us: " + ", ".join(f"{k} {v:.1f}" for k, v in floors.items()))
     for lg in args.profile or ():
         profile_calls(queue, lg, 1000)

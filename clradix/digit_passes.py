@@ -118,15 +118,14 @@ class DigitPasses(Driver):
             args += [vin_buf, vin_off, vout, vout_off, int(use_iota)]
         return args, int(kout is not None)
 
-    def enqueue(self, queue, job, alloc, wait, in_order=False):
-        """Enqueue ``job`` (a SortJob) by its configuration's ready launch sequence
-        (``in_order``: ``queue`` runs its commands in order, LaunchSequence.run)."""
+    def enqueue(self, queue, job, alloc, wait):
+        """Enqueue ``job`` (a SortJob) by its configuration's ready launch sequence."""
         seq = self.sequence(job.n, job.begin_bit, job.end_bit, job.descending,
                             job.keys_out is None, job.vals_out is not None)
         kin, kout = job.keys_in, job.keys_out or (None, 0)
         vin, vout = job.vals_in or (None, 0), job.vals_out or (None, 0)
         return seq.run(queue, (kin[0], kout[0], vin[0], vout[0]),
-                       (kin[1], kout[1], vin[1], vout[1]), alloc, wait, self.trace, in_order)
+                       (kin[1], kout[1], vin[1], vout[1]), alloc, wait, self.trace)
 
     def sequence(self, n, begin_bit, end_bit, descending, argsort, values):
         """The ready launch sequence of a call configuration: ``n`` keys sorted by bits

@@ -18,6 +18,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
+from .arguments import in_order
+
 MAX_POOLS = 8
 
 
@@ -31,7 +33,7 @@ class QueuePools:
 
     def allocator(self, queue):
         """The pool of ``queue`` (made on first use), or None for an out-of-order queue."""
-        if queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
+        if not in_order(queue):
             return None
         with self._lock:
             pool = self._pools.pop(queue, None)

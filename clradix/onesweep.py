@@ -60,6 +60,11 @@ class Onesweep(DigitPasses):
             "os_pass": [None, ulong, None, ulong] + vals
                        + [None, uint, uint, None, None, uint, idx, uint, uint, uint, key_np, uint]}
 
+    def hist_groups(self, n):
+        """Work-groups that count the digits of n keys (each reads 16 keys per work-item at
+        least; at most 8 per compute unit, grid-stride beyond)."""
+        return max(1, min(-(-n // (self.policy.wg_size * 16)), self.profile.compute_units * 8))
+
     @staticmethod
     def status_bytes(policy):
         """Two rings (status and done words, counters): a launch uses one, zeroes the other."""
@@ -85,7 +90,7 @@ class Onesweep(DigitPasses):
                     for start in range(0, n, PORTION)]
         slots = [min(pol.ring_slots, -(-length // pol.tile)) for _, _, length in launches] + [0]
         seq.fill("fill histogram", (hist, 0), self.index_np(0), table)
-        hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
+        hist_groups = self.hist_groups(n)
         seq.launch("os_histogram", "os_histogram", (hist_groups * wg,), (wg,),
                    [kin0, kin0_off, n, hist, begin, end, flip, status, slots[0]])
         seq.launch("os_bins", "os_bins", (len(passes) * wg,), (wg,), [hist, bins_a])
@@ -146,7 +151,7 @@ class OnesweepFused(Onesweep):
                                                     len(passes))
         work, bins = seq.temp(work_bytes)[0], seq.temp(bins_bytes)[0]
         tiles = -(-n // pol.tile)
-        hist_groups = max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
+        hist_groups = self.hist_groups(n)
         begin, end = passes[0][0], passes[-1][0] + passes[-1][1]
         keys = _first_and_pingpong(key_io)
         args = [a for pair in keys for a in pair]

@@ -116,11 +116,10 @@ _DEFAULTS = {
     # the best of 256 x {8, 12, 16, 24} (u32 13.58 ms; 256x24 14.73).
     "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
                          ranking="ptx", sg_size=32),
-    # ... and below 2^18 reduce-then-scan 8-bit 256x16, each scatter block scanning the digit
-    # counts itself (8 launches for 32-bit keys instead of 12; at most 64 blocks below 2^18 keys
-    # read 256 x 64 counts each; untimed: the latency benchmark's --variants compare it with
-    # fused_scan=False and onesweep). Before the fusion: u32 2^16 0.264 ms,
-    # onesweep 0.274-0.398 ms; f32 0.262 vs 0.291-0.321 ms.
+    # ... and below 2^18 onesweep 256x16, in one launch (os_fused, NVIDIA_FUSED_MAX). H100,
+    # 2026-11-23, uint32, us per call in a stream: 2^14 46.2 (7-launch onesweep 125.7,
+    # reduce-then-scan with fused_scan 134.7), 2^16 50.9 (98.3, 128.3); BENCHMARKS.md,
+    # "Per-call cost: onesweep in one launch".
     "nvidia-small": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
                                ranking="ptx", sg_size=32),
 }
