@@ -36,7 +36,10 @@
 ## for the global-sort route), idx_t (the caller's index type), wg (a power of two, 64 to RADIX),
 ## ipt, sort_size (power of two, the largest k that topk_sort_rows and topk_single sort; 0 when
 ## they do not sort), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx"
-## subgroup primitives, merge a warp's equal digits into one local atomic).
+## subgroup primitives, merge a warp's equal digits into one local atomic), skip_idle_tiles (GPUs:
+## a tile none of whose elements is taken or written skips claiming slots, the branch around the
+## claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
+## uniform branch into wrong or missing output slots, and the scan costs a CPU little).
 ##
 ## Work-item dependent branches after a barrier: PoCL 3.1 treats the first branch of a region after
 ## a barrier as uniform when it is a loop whose bounds depend on the work-item (a per-digit loop
@@ -589,7 +592,11 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         load_positions(pos, cin_pos, base, n_src, f.from_cands, lid);
         const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
 % if P != 0:
+% if skip_idle_tiles:
         if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
+% else:
+        {   /* every tile claims slots: no barrier in a branch (see skip_idle_tiles) */
+% endif
             INDEX_T o, c;
             claim_slots(n.x, n.y, scratch, l_base, counters, counters + 1 + (p & 1), lid, &o, &c);
             write_tile(x, pos, cls, o, c, out_key + out_key_off + (size_t)row * k,

@@ -58,7 +58,8 @@ class RadixSelect(Driver):
         params = dict(codec.template_args(), index_t=plan.index_name,
                       out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
                       wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size,
-                      warp_aggregate=plan.profile.is_nvidia and plan.profile.is_gpu)
+                      warp_aggregate=plan.profile.is_nvidia and plan.profile.is_gpu,
+                      skip_idle_tiles=plan.profile.is_gpu)
         prg = programs.get(self.template, params)
         uint, ulong, idx = np.uint32, np.uint64, plan.index_np
         key_np, out_np = codec.unsigned_dtype.type, plan.out_index_np
