@@ -23,9 +23,15 @@ def setup(ctx, queue):
                 buf=buf)
 
 
+_OTHER_CONTEXTS = []
+
+
 def _other_queue():
+    """A queue of a context of its own, kept alive as a user keeps theirs (Intel's CPU runtime
+    frees a context its last handle releases, though a queue still holds it)."""
     dev = cl.get_platforms()[0].get_devices()[0]
-    return cl.CommandQueue(cl.Context([dev]))
+    _OTHER_CONTEXTS.append(cl.Context([dev]))
+    return cl.CommandQueue(_OTHER_CONTEXTS[-1])
 
 
 CASES = [
