@@ -1,7 +1,8 @@
 """Per-call cost of small and mid sorts, host included: clradix beside CuPy, torch and numpy.
 
 For uint32 and float32 keys: in-place sort, key-value pairs (uint32 values) and argsort, at
-2^10 .. 2^22 keys (``--sizes``). Per case and implementation:
+2^10 .. 2^22 keys (``--sizes``); ``--ops argsort_out``: clradix's argsort into one reused ``out=``
+array (no index array allocated per call). Per case and implementation:
 
 - ``single``: one call and its wait (clradix: the returned event; CUDA: a device synchronize),
   the median of ``--repeat`` calls;
@@ -39,6 +40,8 @@ from clradix.policy import PolicyError, validate
 from . import common, impls, report
 
 OPS = ("sort", "sort_kv", "argsort")
+# further ops on request: clradix only
+EXTRA_OPS = ("argsort_out",)
 DTYPES = ("uint32", "float32")
 SIZES = (10, 14, 16, 18, 20, 22)
 QUICK_SIZES = (10, 14, 16)
@@ -49,7 +52,7 @@ def add_arguments(ap):
     common.add_peer_options(ap)
     ap.add_argument("--sizes", help="log2 sizes, comma separated (default 10,14,16,18,20,22; "
                                     "--quick: 10,14,16)")
-    ap.add_argument("--ops", default=",".join(OPS), help=f"operations ({','.join(OPS)})")
+    ap.add_argument("--ops", default=",".join(OPS), help=f"operations ({','.join(OPS + EXTRA_OPS)})")
     ap.add_argument("--dtypes", default=",".join(DTYPES), help="key dtypes (uint32,float32)")
     ap.add_argument("--variants", help="clradix variants, NAME:FIELD=VALUE,...;... (SortPolicy "
                                        "fields, e.g. 'os:algorithm=onesweep;rts:algorithm="
@@ -267,10 +270,12 @@ class ClradixCalls:
         d = cl_array.to_device(q, keys)
         vals = cl_array.to_device(q, np.arange(keys.size, dtype=np.uint32)) \
             if op == "sort_kv" else None
-        if op == "argsort":
-            # a new index array per call, as clradix.argsort gives (the allocation is part of it)
+        out = cl_array.empty(q, keys.size, np.uint32) if op == "argsort_out" else None
+        if op.startswith("argsort"):
+            # argsort: a new index array per call, as clradix.argsort gives (the allocation is
+            # part of it); argsort_out: the same array each call
             def call(wait):
-                return self.sorter.argsort(q, d, wait_for=wait)[1]
+                return self.sorter.argsort(q, d, out=out, wait_for=wait)[1]
         else:
             def call(wait):
                 return self.sorter.sort(q, d, values=vals, wait_for=wait)
@@ -279,15 +284,15 @@ class ClradixCalls:
         trace = []
         for driver in self.sorter.planner.drivers.values():
             driver.trace = trace
-        if op == "argsort":
-            out, evt = self.sorter.argsort(q, d)
+        if op.startswith("argsort"):
+            out, evt = self.sorter.argsort(q, d, out=out)
         else:
             evt = call(None)
         evt.wait()
         for driver in self.sorter.planner.drivers.values():
             driver.trace = None
         times["launches"] = len(trace)
-        if op == "argsort":
+        if op.startswith("argsort"):
             got = (out.get(),)
         else:
             got = (d.get(),) + ((vals.get(),) if vals is not None else ())
@@ -396,6 +401,10 @@ def main(args):
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else \
         list(QUICK_SIZES if args.quick else SIZES)
     ops = [o for o in args.ops.split(",") if o]
+    unknown = sorted(set(ops) - set(OPS + EXTRA_OPS))
+    if unknown:
+        raise SystemExit(f"latency: unknown op(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(OPS + EXTRA_OPS)}")
     dtypes = [d for d in args.dtypes.split(",") if d]
     clr = [ClradixCalls(queue, "clradix", {})]
     clr += [ClradixCalls(queue, f"clradix {name}", ov) for name, ov in parse_variants(
@@ -412,7 +421,7 @@ def main(args):
         profile_calls(queue, lg, 1000)
     print(f"device: {where['device_full']}; bare kernel launch: {floor:.1f} us host per call; "
           f"{repeat} calls per measurement")
-    header = (f"{'impl':22s} {'op':8s} {'dtype':8s} {'n':>6s} {'single':>9s} {'stream':>9s} "
+    header = (f"{'impl':22s} {'op':11s} {'dtype':8s} {'n':>6s} {'single':>9s} {'stream':>9s} "
               f"{'host':>8s} {'gated':>8s} {'launch':>6s} {'host/floor':>10s}  policy")
     print(header + "\n" + "-" * len(header), flush=True)
     rng = np.random.default_rng(15)
@@ -423,8 +432,8 @@ def main(args):
             order = np.argsort(key_codec(keys.dtype).order_key(keys), kind="stable")
             for op in ops:
                 want = {"sort": (keys[order],), "sort_kv": (keys[order], order.astype(np.uint32)),
-                        "argsort": (order.astype(np.uint32),)}[op]
-                for impl in clr + peers + hosts:
+                        "argsort": (order.astype(np.uint32),)}[op.replace("_out", "")]
+                for impl in (clr if op in EXTRA_OPS else clr + peers + hosts):
                     if isinstance(impl, TorchCalls) and not impl.supports(dtype):
                         continue
                     _case(run, where, impl, op, dtype, n, keys, want, repeat, floor)
@@ -443,7 +452,7 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
             validate(pol, DeviceProfile.from_device(impl.queue.device), np.dtype(dtype).itemsize,
                      4, 4 if op != "sort" else 0, n)
         except PolicyError as exc:
-            print(f"{impl.name[:22]:22s} {op:8s} {dtype:8s} {report.size_label(n):>6s} "
+            print(f"{impl.name[:22]:22s} {op:11s} {dtype:8s} {report.size_label(n):>6s} "
                   f"skipped: {str(exc)[:70]}", flush=True)
             return
     with run.guard(f"{impl.name} {op} {dtype} n={report.size_label(n)}"):
@@ -463,7 +472,7 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
             times["host_per_floor"] = times["host_us"] / floor
         run.record(fields, impl.name, op, dtype, n, ok=ok, policy=policy, **times)
         f = lambda k, w, p=1: f"{times[k]:{w}.{p}f}" if k in times else " " * w  # noqa: E731
-        print(f"{impl.name[:22]:22s} {op:8s} {dtype:8s} {report.size_label(n):>6s} "
+        print(f"{impl.name[:22]:22s} {op:11s} {dtype:8s} {report.size_label(n):>6s} "
               f"{f('single_us', 9)} {f('stream_us', 9)} {f('host_us', 8)} {f('gated_us', 8)} "
               f"{times.get('launches', ''):>6} {f('host_per_floor', 10)}  {policy}"
               f"{'' if ok else '  WRONG'}", flush=True)

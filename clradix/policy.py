@@ -126,7 +126,9 @@ _DEFAULTS = {
 # NVIDIA's OpenCL runtime spends about 10 us of host time on every enqueued command (H100, driver
 # 580.159, 2026-11-23: 8 chained empty kernels and a wait 85 us, one 15.5 us), so below this many
 # keys the onesweep passes run as one launch (os_fused) after one fill: 2 commands instead of 7.
-NVIDIA_FUSED_MAX = 1 << 22
+# At 2^22 the seven launches were faster (stream 212 us against 236: a pass's tiles wait for the
+# whole pass before them), at 2^20 the one launch (85.7 against 115.2); 2^21 lies between, unmeasured.
+NVIDIA_FUSED_MAX = 1 << 21
 
 
 # The type of each SortPolicy field, and the accepted values of the enum-like string fields.

@@ -7,7 +7,8 @@ import pytest
 
 import clradix
 from clradix.keys import key_codec
-from clradix.policy import PolicyError, SortPolicy, check_overrides, plan_sort, validate
+from clradix.policy import (NVIDIA_FUSED_MAX, PolicyError, SortPolicy, check_overrides, plan_sort,
+                            validate)
 from conftest import fake_profile
 
 
@@ -55,12 +56,14 @@ def test_planner_picks_per_device():
     pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** 28)
     assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "ptx", 32)
     assert not pol.fused_passes
-    # up to 2^22 keys on NVIDIA: onesweep in one launch, its rings holding every tile
-    for lg in (14, 16, 20, 22):
+    # up to NVIDIA_FUSED_MAX (2^21) keys on NVIDIA: onesweep in one launch, its rings holding
+    # every tile; above it, seven launches
+    for lg in (14, 16, 20, 21):
         pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** lg)
         assert (pol.algorithm, pol.fused_passes) == ("onesweep", True), lg
         assert pol.ring_slots * pol.tile >= 2 ** lg
-    assert not plan_sort(nv, key_codec(np.uint32), None, 2 ** 22 + 1).fused_passes
+    for n in (NVIDIA_FUSED_MAX + 1, 2 ** 22):
+        assert not plan_sort(nv, key_codec(np.uint32), None, n).fused_passes
     # one tile: one work-group, its tile no larger than the keys need (from 256 x 4 up)
     small = plan_sort(nv, key_codec(np.uint32), None, 2 ** 10)
     assert (small.algorithm, small.tile) == ("single_wg", 1024)

@@ -229,7 +229,7 @@ def test_trace_names_every_command(ctx, queue, rng, algorithm):
     names = [name for name, _ in driver.trace]
     if algorithm == "reduce_then_scan":
         passes = [f"rts_{k} {p}" for p in range(3) for k in ("count", "scan", "scatter")]
-    elif driver.policy.fused_passes:   # (the NVIDIA planner's onesweep up to 2^22 keys)
+    elif driver.policy.fused_passes:   # (the NVIDIA planner's onesweep up to 2^21 keys)
         passes = ["fill counters", "os_fused"]
     else:
         passes = (["fill histogram", "os_histogram", "os_bins"]
