@@ -98,18 +98,28 @@ def reference(x, k, largest=True):
     return np.array(out)
 
 
-def model_reads(x, k, cap, key_bits=32, largest=True):
+def model_reads(x, k, cap, key_bits=32, largest=True, sample=0, rank=0):
     """Bytes the multi-group passes read for one row ``x``, over its bytes, by the algorithm's
     model: pass 0 reads the row; pass p reads the candidates of pass p - 1 (keys and 4-byte
     positions) when pass p - 1 wrote them (its pivot bucket fit ``cap``), else the row again;
     the passes end once a pivot bucket is exactly what is still needed (position digits, which
-    read few candidates, are left out)."""
+    read few candidates, are left out). With a threshold pass (``sample`` keys, the order key of
+    ``rank`` among them): one read of the row, then pass 1 reads the keys at or below the
+    threshold when they are at least k and at most ``cap``; else the passes above follow."""
     okey = clradix.key_codec(x.dtype).order_key(x.ravel())
     if largest:
         okey = ~okey
     okey = okey.astype(np.uint64)
     n, kb = okey.size, x.dtype.itemsize
     total, need, alive, wrote = n * kb, k, okey, False
+    if sample:
+        at = (np.arange(sample, dtype=np.uint64) * np.uint64(n) + np.uint64(n // 2)) \
+            // np.uint64(sample)
+        passed = okey[okey <= np.sort(okey[at])[rank - 1]]
+        if k <= passed.size <= cap:
+            alive, wrote = passed, True
+        else:
+            total += n * kb   # the threshold pass's read, then the passes as without it
     for j in range(-(-key_bits // DIGIT_BITS)):
         shift = max(key_bits - DIGIT_BITS * (j + 1), 0)
         d = ((alive >> np.uint64(shift)) & np.uint64((1 << DIGIT_BITS) - 1)).astype(np.int64)
@@ -253,11 +263,14 @@ def main(args):
                                         *((1,) + shape)[-2:], k, sorted_)
                 extra = dict(figure=figure, one_read_ms=floor,
                              x_read=t.median_device_ms / floor,
-                             path="single" if plan.single else f"passes ({plan.route})")
+                             path="single" if plan.single else f"passes ({plan.route}"
+                             + (f", threshold of {plan.sample})" if plan.sample else ")"))
                 if len(shape) == 1 and not plan.single:
-                    if plan.cap not in models:
-                        models[plan.cap] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8)
-                    extra["model_reads"] = models[plan.cap]
+                    mkey = (plan.cap, plan.sample, plan.sample_rank)
+                    if mkey not in models:
+                        models[mkey] = model_reads(x, k, plan.cap, x.dtype.itemsize * 8,
+                                                   sample=plan.sample, rank=plan.sample_rank)
+                    extra["model_reads"] = models[mkey]
                 extra["note"] = " ".join(f"{n} {v:.2f}" if isinstance(v, float) else f"{n} {v}"
                                          for n, v in extra.items() if n not in ("figure",
                                                                                 "one_read_ms"))

@@ -11,6 +11,14 @@
 ## whose bits above the digit's own were resolved by the digits before it.
 ##
 ##   topk_init   - per row: state, counters and histogram zeroed
+##   topk_sample / topk_pass_t - (sample > 0: the threshold pass) one work-group per row sorts
+##                 `sample` keys taken at evenly spaced positions and makes the order key of rank
+##                 `rank` among them the row's threshold; topk_pass_t then reads the row once,
+##                 writes every key whose order key is at most the threshold as a candidate and
+##                 counts their digit 0. When at least k and at most cap keys passed (the k-th
+##                 of the row is among them), its last work-group writes the state of pass 1 (a
+##                 pivot among the candidates) and pass 0 returns at once: the row is read once.
+##                 Otherwise pass 0 and the later passes run as without it.
 ##   topk_pass   - pass p reads the row (or the candidates of pass p - 1) once: an element that
 ##                 matched digits 0..p-2 is classified by its digit p - 1 against the pivot (the
 ##                 row state): below goes to the output (an atomic slot), equal is a candidate
@@ -35,7 +43,10 @@
 ## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
 ## for the global-sort route), idx_t (the caller's index type), wg (a power of two, 64 to RADIX),
 ## ipt, sort_size (power of two, the largest k that topk_sort_rows and topk_single sort; 0 when
-## they do not sort), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx"
+## they do not sort), sample (0, or the threshold pass's sample per row: a power of two of at
+## least 2 wg), part ("select": every kernel but the threshold pass's; "threshold": topk_sample
+## and topk_pass_t, a program of their own: a compiler may count the local arrays of every pass
+## kernel of one program against one of them, as oclgrind's does), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx"
 ## subgroup primitives, merge a warp's equal digits into one local atomic), skip_idle_tiles (GPUs:
 ## a tile none of whose elements is taken or written skips claiming slots, the branch around the
 ## claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
@@ -60,6 +71,7 @@
     # wrong output slots from the unrolled loop, so it stays a loop elsewhere.
     unroll_out = unroll if warp_aggregate else ""
     VEC = min(16 // (key_bits // 8), ipt)
+    assert sample == 0 or (sample & (sample - 1) == 0 and sample >= 2 * wg)
     assert ipt % VEC == 0 and VEC in (2, 4, 8, 16)
 %>
 % if index_t == "ulong" or key_bits == 64:
@@ -79,6 +91,9 @@
 #define DIGIT_BITS ${DIGIT_BITS}
 #define KEY_BITS ${key_bits}
 #define KEY_DIGITS ${KEY_DIGITS}
+% if sample:
+#define SAMPLE ${sample}
+% endif
 % if warp_aggregate:
 /* a fence of the whole device (NVIDIA: membar.gl) */
 #define GLOBAL_FENCE() asm volatile("membar.gl;" ::: "memory")
@@ -93,6 +108,9 @@
 #define F_DONE 2u
 #define F_SRC_CANDS 4u   /* the pass reads the candidates written by the pass before it */
 #define F_WRITE 8u       /* the pass writes its candidates */
+#define F_THRESH 16u     /* (copy 1, read by topk_pass_t) the threshold is in pkey */
+#define F_SKIP 32u       /* (copy 0) topk_pass_t selected the candidates: pass 0 hands on the
+                            state of pass 1 */
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
 % if warp_aggregate and index_t == "uint":
@@ -179,6 +197,7 @@ inline row_state first_state(INDEX_T k, INDEX_T row_len)
 ## 4 KiB) of `temp`.
 #define AT(type, off) ((__global type*)(temp + (off)))
 
+% if part == "select":
 __kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
                         uint rows, INDEX_T k, INDEX_T row_len)
 {
@@ -197,6 +216,7 @@ __kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_of
         counters[(size_t)4 * row + 3] = 0;   /* work-groups done with the pass */
     }
 }
+% endif
 
 ## The row state for pass p + 1 from st (the state pass p ran with) and the histogram of digit p
 ## that pass p counted (work-item lid holds digits lid * RPT ... lid * RPT + RPT - 1 of it, in hd):
@@ -389,6 +409,26 @@ STEP uint2 classify_tile(__private uint* cls, const __private KEY_T* x,
     return (uint2)(n_take, n_cand);
 }
 
+% if sample:
+## The threshold pass's classification: an element whose order key is at most the row's threshold
+## is a candidate to write, counted by its digit 0; none is taken.
+STEP uint2 threshold_tile(__private uint* cls, const __private KEY_T* x,
+                          const __private INDEX_T* pos, INDEX_T base, INDEX_T n, bool full,
+                          KEY_T thresh, KEY_T flip, uint pos_bits, __local uint* lhist, uint lid)
+{
+    uint n_cand = 0;
+    ${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+        const KEY_T sel = order_key(x[i], flip);
+        const bool cand = (full || ELEM(i) < n) && sel <= thresh;
+        count_candidate(lhist, cand, sel, pos[i], 0, pos_bits, lid);
+        cls[i] = cand ? 2u : 0u;
+        n_cand += cand ? 1u : 0u;
+    }
+    return (uint2)(0u, n_cand);
+}
+
+% endif
 ## Whether some work-item of the tile has output: one flag per tile in a rotation of three, so one
 ## barrier per tile suffices (tile t's flag is cleared during tile t + 1, once every work-item has
 ## read it, and set again only in tile t + 3).
@@ -522,6 +562,106 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
     }
 }
 
+% if sample:
+## The end of the threshold pass for one work-group of a row, as finish_pass; the group that
+## finishes last takes the histogram of the candidates' digit 0 and their count. At least k and at
+## most cap: the state pass 0 reads (copy 0; the pass read copy 1) is the state of pass 1, the
+## pivot among the candidates (read from the candidate buffer pass 0 would have written), marked
+## F_SKIP: pass 0 only hands it on. Otherwise it is the first state again, and the passes run as
+## without the threshold. Either way the counters and histogram are zero again, as pass 0's own
+## end leaves them.
+STEP void finish_threshold(row_state st, uint pos_bits, INDEX_T cap, uint groups_per_row,
+                           const __local uint* lhist, __global INDEX_T* hist,
+                           __global row_state* state0, __global INDEX_T* counters, __local INDEX_T* iscratch,
+                           __local row_state* lstate, __local uint* l_last, uint lid)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint j = 0; j < RPT; ++j) {
+        const uint c = lhist[j * WG + lid];
+        if (c)
+            COUNTER_ADD(hist + j * WG + lid, c);
+    }
+    GLOBAL_FENCE();
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (lid == 0)
+        *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (*l_last) {
+        GLOBAL_FENCE();
+        INDEX_T hd[RPT];
+        INDEX_T sum = 0;
+        for (uint j = 0; j < RPT; ++j) {
+            hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
+            sum += hd[j];
+        }
+        INDEX_T total;
+        wg_scan_index(sum, iscratch, lid, &total);
+        const bool ok = total >= st.need && total <= cap;
+        /* the candidates as pass 0's output: pass 1 reads them (every work-item calls it) */
+        row_state c = first_state(st.need, total);
+        c.flags = F_WRITE;
+        if (lid == 0)
+            *lstate = c;   /* what next_state returns when the k-th is not among them */
+        const row_state s = next_state(c, hd, 0, pos_bits, cap, iscratch, lstate, lid);
+        if (lid == 0) {
+            if (ok) {
+                row_state skip = s;
+                skip.flags |= F_SKIP;
+                *state0 = skip;
+            } else {
+                *state0 = first_state(st.need, st.count);
+            }
+            COUNTER_TAKE(counters + 3);
+            COUNTER_TAKE(counters + 1);
+        }
+    }
+}
+
+## The row's threshold: the order key of rank `rank` (from 1) among SAMPLE keys taken at evenly
+## spaced positions of the row (the middle of each of SAMPLE equal stretches), sorted in local
+## memory (bitonic); written with F_THRESH into the state's copy 1, which topk_pass_t reads.
+% if part == "threshold":
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void topk_sample(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
+                 KEY_T flip, uint rank, __global uchar* temp, ulong state_off)
+{
+    __global row_state* state = AT(row_state, state_off);
+    const uint row = get_group_id(0);
+    const uint rows = get_num_groups(0);
+    const uint lid = get_local_id(0);
+    const __global KEY_T* src = keys + keys_off + (size_t)row * row_len;
+    __local KEY_T ls[SAMPLE];
+    for (uint j = 0; j < SAMPLE / WG; ++j) {
+        const uint i = j * WG + lid;
+        const ulong at = ((ulong)i * (ulong)row_len + (ulong)row_len / 2) / SAMPLE;
+        ls[i] = order_key(src[at], flip);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint len = 2; len <= SAMPLE; len <<= 1) {
+        for (uint stride = len >> 1; stride > 0; stride >>= 1) {
+            for (uint j = 0; j < SAMPLE / 2 / WG; ++j) {
+                const uint t = j * WG + lid;
+                const uint a = 2 * t - (t & (stride - 1));
+                const uint b = a + stride;
+                const KEY_T xa = ls[a], xb = ls[b];
+                if ((xa > xb) == ((a & len) == 0)) {
+                    ls[a] = xb;
+                    ls[b] = xa;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+    if (lid == 0) {
+        row_state st = first_state(k, row_len);
+        st.pkey = (ulong)ls[rank - 1];
+        st.flags = F_THRESH;
+        state[(size_t)rows + row] = st;
+    }
+}
+% endif
+
+% endif
 ## Pass p over the rows (NDRange groups_per_row x rows groups): group g of a row handles tiles g,
 ## g + groups_per_row, ... The first two passes, which read whole rows, have kernels of their own
 ## with p a constant (topk_pass_0, topk_pass_1): their per-key work folds to a few instructions,
@@ -545,14 +685,32 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
     __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
     __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
-    const uint p = ${"p_arg" if P is None else P};   /* a constant in the first passes' kernels */
+    const uint p = ${"p_arg" if P is None else 0 if P == "t" else P};   /* a constant in the first passes' kernels */
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint rows = get_num_groups(1);
+% if P == "t":
+    /* topk_sample's state (copy 1), and the copy pass 0 reads */
+    const row_state st = state[(size_t)rows + row];
+    __global row_state* state_next = state + row;
+    if (!(st.flags & F_THRESH))
+        return;
+% else:
     /* the state of pass p, and the copy pass p + 1 reads */
     const row_state st = state[(size_t)(p & 1) * rows + row];
     __global row_state* state_next = state + (size_t)((p + 1) & 1) * rows + row;
+% endif
+% if P == 0 and sample:
+    if (st.flags & F_SKIP) {   /* topk_pass_t selected the candidates: the state of pass 1 */
+        if (g == 0 && lid == 0) {
+            row_state s = st;
+            s.flags &= ~F_SKIP;
+            *state_next = s;
+        }
+        return;
+    }
+% endif
     if (st.flags & F_DONE) {
         if (g == 0 && lid == 0)
             *state_next = st;
@@ -560,9 +718,9 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     }
     counters += (size_t)4 * row;
     pass_filter f = filter_of(st, p, pos_bits, flip);
-% if P == 0:
+% if P == 0 or P == "t":
     f.last = f.from_cands = f.write = false;   /* nothing decided yet */
-% elif P == 1:
+% elif P == 1 and not sample:
     f.from_cands = false;                      /* pass 0 writes no candidates */
 % endif
     const bool odd = (p & 1) != 0;
@@ -590,7 +748,12 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         const bool full = base + TILE <= n_src;
         load_keys(x, src_key, base, n_src, full, lid);
         load_positions(pos, cin_pos, base, n_src, f.from_cands, lid);
+% if P == "t":
+        const uint2 n = threshold_tile(cls, x, pos, base, n_src, full, (KEY_T)st.pkey, flip,
+                                       pos_bits, lhist, lid);
+% else:
         const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
+% endif
 % if P != 0:
 % if skip_idle_tiles:
         if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
@@ -605,11 +768,19 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         }
 % endif
     }
+% if P == "t":
+    finish_threshold(st, pos_bits, cap, groups_per_row, lhist, hist + (size_t)row * RADIX,
+                     state_next, counters, iscratch, &lstate, &l_last, lid);
+% else:
     finish_pass(st, p, pos_bits, cap, groups_per_row, lhist,
                 hist + (size_t)row * RADIX, state_next, counters, iscratch, &lstate, &l_last,
                 lid);
+% endif
 }
 </%def>
+% if part == "threshold":
+${pass_kernel("topk_pass_t", "t")}
+% else:
 ${pass_kernel("topk_pass_0", 0)}
 ${pass_kernel("topk_pass_1", 1)}
 ${pass_kernel("topk_pass", None)}
@@ -805,3 +976,4 @@ __kernel void topk_gather(const __global KEY_T* restrict keys, ulong keys_off,
         out_idx[out_idx_off + i] = (IDX_T)(g % row_len);
     }
 }
+% endif

@@ -208,7 +208,7 @@ class TopkPlanner(_Planner):
         while True:
             plan = self.plan(device, codec, rows, row_len, k, sorted)
             key = (device.int_ptr, codec.dtype, plan.index_name, plan.out_index_np, plan.idx_np,
-                   plan.wg, plan.ipt, plan.sort_size)
+                   plan.wg, plan.ipt, plan.sort_size, plan.sample)
             try:
                 return plan, self.built(key, lambda: RadixSelect(self.programs, device, plan,
                                                                  codec))

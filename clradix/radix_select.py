@@ -9,7 +9,8 @@ positions per row, cap = min(row_len, max(row_len // 32, 1024)) unless the polic
 ``cand_cap`` says otherwise (about 1/8 of the input for 32-bit keys, 16 bytes x 2048 per row for
 short rows), a 2048-counter histogram, four counters and two row states per row, and for sorted
 results k keys and indices per row (each part aligned to 4 KiB; on the global route those are
-allocations of their own, the radix sorts' operands). The launches: topk_init, digits + 1
+allocations of their own, the radix sorts' operands). The launches: topk_init, with the plan's
+threshold pass (``plan.sample``) topk_sample and topk_pass_t (a program of their own), digits + 1
 passes (a row's finished passes return at once), then the route's ordering.
 """
 
@@ -57,7 +58,8 @@ class RadixSelect(Driver):
         self.codec = codec
         params = dict(codec.template_args(), index_t=plan.index_name,
                       out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
-                      wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size,
+                      wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
+                      part="select",
                       warp_aggregate=plan.profile.is_nvidia and plan.profile.is_gpu,
                       skip_idle_tiles=plan.profile.is_gpu)
         prg = programs.get(self.template, params)
@@ -68,13 +70,21 @@ class RadixSelect(Driver):
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
         # argument): every other argument is the same for each pass of a call
         self.passes = [cl.Kernel(prg, name) for name in ("topk_pass_0", "topk_pass_1", "topk_pass")]
-        for knl in self.passes:
+        # the threshold pass (plan.sample): its sample kernel, and a pass kernel run before pass 0
+        prg_t = programs.get(self.template, dict(params, part="threshold")) if plan.sample \
+            else None
+        self.threshold = cl.Kernel(prg_t, "topk_pass_t") if plan.sample else None
+        for knl in self.passes + ([self.threshold] if plan.sample else []):
             knl.set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, key_np, out_np]
                                       + [None] + [ulong] * 7 + [None, ulong, None, ulong, uint])
         self.single = cl.Kernel(prg, "topk_single")
         self.single.set_scalar_arg_dtypes([None, ulong, idx, idx, uint, uint, key_np, None, ulong,
                                            None, ulong])
         launched = [("topk_pass", knl) for knl in self.passes] + [("topk_single", self.single)]
+        if plan.sample:
+            self.sample = cl.Kernel(prg_t, "topk_sample")
+            self.sample.set_scalar_arg_dtypes([None, ulong, idx, idx, key_np, uint, None, ulong])
+            launched += [("topk_pass_t", self.threshold), ("topk_sample", self.sample)]
         if plan.sort_size:
             self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
             self.sort_rows.set_scalar_arg_dtypes([None, ulong, None, ulong, idx, key_np, None,
@@ -141,6 +151,14 @@ class RadixSelect(Driver):
                 plan.pos_bits, plan.groups, flip, row_mul, block, off[0], off[2], off[1],
                 *off[3:7], *sel)
         gsize, lsize = (plan.groups * plan.wg, job.rows), (plan.wg, 1)
+        if plan.sample:   # the row's threshold, then one read of the row for the candidates
+            evt = self._traced("topk_sample", self.sample(
+                queue, (job.rows * plan.wg,), (plan.wg,), job.keys.buffer, job.keys.offset,
+                ix(job.row_len), ix(job.k), flip, np.uint32(plan.sample_rank), block, off[0],
+                wait_for=[evt]))
+            self.threshold.set_args(*args, np.uint32(0))
+            evt = self._traced("topk_pass_t", cl.enqueue_nd_range_kernel(
+                queue, self.threshold, gsize, lsize, wait_for=[evt]))
         for p in range(plan.digits + 1):
             knl = self.passes[min(p, 2)]
             if p <= 2:

@@ -2,13 +2,15 @@
 
 A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/radix_select.cl.mako): the
 work-group size and items per work-item of the selection passes, the work-groups per compute unit
-that share a row, the largest k sorted in local memory, the candidate buffer's capacity and the
-longest row selected by one work-group in one launch. :func:`plan_topk` is a pure function
+that share a row, the largest k sorted in local memory, the candidate buffer's capacity, the
+longest row selected by one work-group in one launch, and the threshold pass's sample (its size
+and the shortest row it runs for). :func:`plan_topk` is a pure function
 of (device profile, key codec, rows, row length, k, sorted, overrides) returning a
 :class:`TopkPlan`: the policy plus everything a call derives from it (route, index types, grid,
 candidate capacity). Overrides follow the sort planner's rule: None means the planner decides.
 """
 
+import math
 import numbers
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -28,6 +30,8 @@ MIN_WG = 64
 TILE_LIMIT = 1 << 16
 # The local-memory sort's largest size (topk_sort_rows).
 MAX_SORT_SIZE = 2048
+# The threshold pass's sample per row (topk_sample sorts it in local memory).
+MIN_SAMPLE, MAX_SAMPLE = 128, 8192
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class TopkPolicy:
     sort_size: int = MAX_SORT_SIZE  # largest k sorted in local memory (lowered to what fits)
     single_max: int = 1 << 16     # rows up to this length: one work-group each, one launch
     cand_cap: Optional[int] = None  # candidates kept per row (None: max(row_len // 32, 1024))
+    sample_size: int = 2048       # keys sampled per row for the threshold pass (0: never)
+    sample_min_row: int = 1 << 18  # rows shorter than this skip the threshold pass
 
     @property
     def tile(self):
@@ -51,7 +57,12 @@ _DEFAULTS = {
     # kernel: 16x8 2.39 / 1.87, 32x8 4.1 / 3.5 (more registers, fewer loads in flight).
     # single_max: rows of up to 2^16 keys (256 KiB of float32) are re-read from the caches by one
     # work-group per pass (the top-k issue's target shapes: 1-D 2^16, rows of 1024 and 32768).
-    "gpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=32),
+    # The threshold pass (sample_size, sample_min_row): PoCL, 2 cores, float32, one row, k = 10 to
+    # 1000 (2026-11-23): a sample of 2048 keys beat 4096, from 2^18 keys on 1.2-2.2x faster than
+    # without it, and at 2^16-2^17 as often slower as faster; BENCHMARKS "Top-k: one read". On
+    # GPUs from 2^23 keys, where a read of the row (32 MiB of float32, about 10 us at 3 TB/s)
+    # outweighs the sample's sort (one work-group, 66 barriers): by that model, not yet measured.
+    "gpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=32, sample_min_row=1 << 23),
     # CPUs: two work-groups per core keep every core busy without splitting rows finely; one
     # core's work-group selects rows of up to 2^14 keys alone.
     "cpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=2, single_max=1 << 14),
@@ -76,6 +87,8 @@ class TopkPlan:
     groups: int           # work-groups per row
     cap: int              # candidates kept per row between passes
     single: bool          # one work-group per row does everything (topk_single, one launch)
+    sample: int = 0       # keys sampled per row for the threshold pass (0: no threshold pass)
+    sample_rank: int = 0  # the sampled order key of this rank (from 1) is the threshold
 
     @property
     def wg(self):
@@ -91,12 +104,14 @@ class TopkPlan:
 
 
 def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
-                    max_wg_size=None, single_max=None, cand_cap=None):
+                    max_wg_size=None, single_max=None, cand_cap=None, sample_size=None,
+                    sample_min_row=None):
     """TypeError or ValueError naming the option unless each is None (the planner decides) or a
     value the radix select can run with (wg_size at most ``max_wg_size`` when given)."""
     for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
                     ("groups_per_cu", groups_per_cu), ("sort_size", sort_size),
-                    ("single_max", single_max), ("cand_cap", cand_cap)):
+                    ("single_max", single_max), ("cand_cap", cand_cap),
+                    ("sample_size", sample_size), ("sample_min_row", sample_min_row)):
         if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool)):
             raise TypeError(f"{name} must be an integer or None (the planner decides), got "
                             f"{type(v).__name__}")
@@ -130,6 +145,13 @@ def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sor
                          f"{single_max}")
     if cand_cap is not None and cand_cap < 1:
         raise ValueError(f"cand_cap must be a positive integer, got {cand_cap}")
+    if sample_size is not None and sample_size and (
+            sample_size < MIN_SAMPLE or sample_size & (sample_size - 1)
+            or sample_size > MAX_SAMPLE):
+        raise ValueError(f"sample_size must be 0 (no threshold pass) or a power of two from "
+                         f"{MIN_SAMPLE} to {MAX_SAMPLE}, got {sample_size}")
+    if sample_min_row is not None and sample_min_row < 0:
+        raise ValueError(f"sample_min_row must be >= 0, got {sample_min_row}")
 
 
 def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
@@ -161,14 +183,43 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     pos_bits = max(row_len - 1, 0).bit_length()
     target = profile.compute_units * policy.groups_per_cu
     groups = max(1, min(-(-target // rows), -(-row_len // policy.tile)))
-    cap = policy.cand_cap or max(row_len // 32, 1024)
+    cap = min(row_len, policy.cand_cap or max(row_len // 32, 1024))
+    sample, rank = _threshold_sample(policy, profile, codec.itemsize, row_len, k, cap) \
+        if not single or route == "global" else (0, 0)
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
                     sort_size=_sort_size_for(k, sort_size) if route == "local" else 0,
                     pos_bits=pos_bits,
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
-                    groups=groups, cap=min(row_len, cap),
-                    single=single and route != "global")
+                    groups=groups, cap=cap,
+                    single=single and route != "global", sample=sample, sample_rank=rank)
+
+
+def _threshold_sample(policy, profile, key_bytes, row_len, k, cap):
+    """(sample size, rank) of the threshold pass for rows of ``row_len`` keys, or (0, 0).
+
+    topk_sample takes S keys of each row at evenly spaced positions and makes the order key of
+    rank r among them the row's threshold; topk_pass_t then reads the row once and keeps every
+    key whose order key is at most the threshold as a candidate, and the digit passes select
+    from those. As the threshold is a key of the row, at least r keys pass it; the k-th of the
+    row passes it unless fewer than r of the sample fall among the row's first k, whose count
+    has mean m = S k / row_len: r = m + 4 sqrt(m) + 4 makes that rare, and when it happens (or
+    more than ``cap`` keys pass) the row's passes run as without a threshold, after one more
+    read. Used for rows of at least the policy's ``sample_min_row`` keys where the expected
+    candidates (r row_len / S) fill at most half of ``cap`` and the sample is at most 1/16 of
+    the row; S is the policy's, no larger than half the local memory holds and at least two per
+    work-item of the sample kernel."""
+    size = policy.sample_size
+    while size and size * key_bytes > profile.local_mem_bytes // 2:
+        size //= 2
+    if (not size or size < max(MIN_SAMPLE, 2 * policy.wg_size) or row_len < 16 * size
+            or row_len < policy.sample_min_row):
+        return 0, 0
+    m = size * k / row_len
+    rank = math.ceil(m + 4 * math.sqrt(m) + 4)
+    if rank > size or rank * row_len / size > cap / 2:
+        return 0, 0
+    return size, rank
 
 
 def _sort_size_for(k, limit):

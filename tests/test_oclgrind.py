@@ -46,6 +46,7 @@ import clradix
 from clradix import onesweep, segmented
 from clradix import sizes
 from clradix.device import DeviceProfile
+from clradix.keys import key_codec
 from clradix.policy import RANKINGS, ranking_backends
 
 import conftest
@@ -397,6 +398,18 @@ def test_topk_passes(g, rng, shape, k, srt, cap):
     sel = topk_selector(g, wg_size=64, items_per_thread=2, groups_per_cu=4, cand_cap=cap)
     a = float_specials(rng, np.dtype("float32"), int(np.prod(shape))).reshape(shape)
     g.keep(*conftest.check_topk(g.queue, a, k, True, srt, selector=sel, to_device=g.to_device))
+
+
+def test_topk_threshold_pass(g, rng):
+    """The threshold pass (a sample of 128 keys per row, sorted in local memory; one read of
+    the row for the candidates), on a row where it holds the k-th and an all-equal row where it
+    falls back to the passes."""
+    sel = topk_selector(g, wg_size=64, items_per_thread=2, groups_per_cu=4, sample_size=128,
+                       sample_min_row=0)
+    a = rng.standard_normal((2, 2100)).astype(np.float32)
+    a[1] = a[1, 0]
+    assert sel.planner.plan(g.queue.device, key_codec(a.dtype), 2, 2100, 3, True).sample == 128
+    g.keep(*conftest.check_topk(g.queue, a, 3, True, True, selector=sel, to_device=g.to_device))
 
 
 def test_topk_single_several_tiles(g, rng):

@@ -5,6 +5,8 @@ data, 64-bit positions; work-group sizes, temporary memory, allocation failures,
 options refused."""
 
 
+import dataclasses
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -12,11 +14,15 @@ import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 import clradix
+import clradix.radix_select as radix_select
 import clradix.sizes as sizes
-from clradix.keys import KEY_DTYPES
+from clradix.arguments import Operand
+from clradix.keys import KEY_DTYPES, key_codec
+from clradix.radix_select import TopkJob
+from clradix.topk_policy import plan_topk
 
 import data
-from conftest import FailingAllocator, check_topk, poison, returns_within
+from conftest import FailingAllocator, check_topk, fake_profile, poison, returns_within
 from reference import bits_of, compare_topk
 
 
@@ -156,6 +162,111 @@ def test_adaptive_reread(ctx, queue, rng, dtype):
         sel = selector(ctx, "passes", cand_cap=cap)
         for k in (1, cap // 2, cap + extra):
             check_topk(queue, y, k, True, selector=sel)
+
+
+# Rows long enough for the threshold pass with a sample of 512 keys (16 x 512).
+THRESHOLD_ROW = 16 * 512
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint32, np.int64, np.float16, np.uint8], ids=str)
+@pytest.mark.parametrize("dist", ["normal", "all_equal", "sorted", "reverse_sorted", "high_bits"])
+def test_threshold_pass(ctx, queue, rng, dtype, dist):
+    """The threshold pass (a sample's threshold, one read of the row for the candidates): the
+    same results as without it, for every route (k = 1, local sort, global sort, unsorted), both
+    directions and several rows; all-equal rows make it fall back (more candidates than cap)."""
+    sel = selector(ctx, "passes", sample_size=512, sample_min_row=0)
+    other = selector(ctx, "passes", sample_size=0)
+    rows, n = 3, THRESHOLD_ROW + 5
+    x = (data.float_specials(rng, dtype, rows * n) if dist == "normal"
+         else data.DISTRIBUTIONS[dist](rng, dtype, rows * n)).reshape(rows, n)
+    for k in (1, 10, 300, 2500):
+        # the expected candidates (rank x 16) fit half the buffer (1024) for k = 1 and 10 only
+        plan = sel.planner.plan(queue.device, key_codec(dtype), rows, n, k, True)
+        assert plan.sample == (512 if k <= 10 else 0), (k, plan.sample)
+        assert other.planner.plan(queue.device, key_codec(dtype), rows, n, k, True).sample == 0
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                check_topk(queue, x, k, largest, sorted_, selector=sel)
+
+
+def _threshold_state(queue, sel, x, k, largest=True):
+    """Run only topk_init, topk_sample and topk_pass_t of ``sel`` on the rows ``x`` (no digit
+    pass: the plan's digits set to -1) and return the rows' two state copies (0: what pass 0
+    reads, 1: topk_sample's)."""
+    rows, n = x.shape
+    codec = key_codec(x.dtype)
+    plan, driver = sel.planner.prepare(queue.device, codec, rows, n, k, True)
+    assert plan.sample, "the plan has no threshold pass"
+    a = cl_array.to_device(queue, x)
+    job = TopkJob(dataclasses.replace(plan, digits=-1), Operand(a.data, 0, a.size, a.dtype),
+                  rows, n, k, largest, cl_array.empty(queue, (rows, k), x.dtype),
+                  cl_array.empty(queue, (rows, k), plan.out_index_np), None)
+    parts, _ = radix_select._temp_sizes(plan, codec, rows, k)
+    off, total = radix_select._carve_offsets(parts)
+    block = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, total)
+    evt = driver.init(queue, (rows * plan.wg,), (plan.wg,), block, off[0], off[1], off[2],
+                      np.uint32(rows), plan.index_np(k), plan.index_np(n))
+    sel_out = (*radix_select._at(job.values), *radix_select._at(job.indices))
+    driver._passes(queue, job, block, off, sel_out, codec.flip(largest), evt).wait()
+    ix = np.dtype(plan.index_np)
+    state_t = np.dtype([("pkey", "<u8"), ("ppos", ix), ("need", ix), ("count", ix),
+                        ("src_count", ix), ("digits", "<u4"), ("bucket", "<u4"),
+                        ("flags", "<u4"), ("pad", "<u4")], align=True)
+    states = np.empty(2 * rows, state_t)
+    cl.enqueue_copy(queue, states, block, src_offset=off[0])
+    return plan, states[:rows], states[rows:]
+
+
+F_THRESH, F_SKIP = 16, 32
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint64], ids=str)
+def test_threshold_pass_outcome(ctx, queue, rng, dtype):
+    """White box: after the threshold pass, a row of random keys has its threshold (the sampled
+    order key of the plan's rank, in the state's copy 1) and the state pass 0 reads says to hand
+    on the state of pass 1, which reads exactly the keys at or below the threshold; a row of
+    equal keys (every key a candidate: more than cap) runs pass 0 as without it."""
+    sel = selector(ctx, "passes", sample_size=512, sample_min_row=0)
+    n, k = THRESHOLD_ROW * 2 + 3, 5
+    x = data.uniform(rng, dtype, 2 * n).reshape(2, n)
+    x[1] = x[1, 7]
+    plan, first, second = _threshold_state(queue, sel, x, k)
+    codec = key_codec(dtype)
+    order = codec.order_key(x[0]) ^ codec.flip(True)   # the selection's order key (largest k)
+    at = (np.arange(512, dtype=np.uint64) * n + n // 2) // 512
+    thresh = np.sort(order[at])[plan.sample_rank - 1]
+    assert second[0]["flags"] == F_THRESH and second[0]["pkey"] == thresh
+    assert first[0]["flags"] & F_SKIP and first[0]["digits"] == 1
+    assert first[0]["src_count"] == np.count_nonzero(order <= thresh)
+    assert 1 <= first[0]["need"] <= k
+    assert first[1]["flags"] == 0 and first[1]["pkey"] == 0 and first[1]["count"] == n
+
+
+def test_threshold_plans():
+    """Where the planner uses the threshold pass: rows of at least sample_min_row keys (GPUs
+    2^23, CPUs 2^18) and 16 samples, small enough k (the expected candidates at most half the
+    buffer); the sample shrinks to half the local memory; never with sample_size=0, and a wrong
+    sample_size is refused naming it."""
+    f32, f64 = key_codec(np.float32), key_codec(np.float64)
+    gpu, cpu = fake_profile(), fake_profile(device_type="cpu")
+    big = plan_topk(gpu, f32, 1, 1 << 28, 1000, True)
+    assert (big.sample, big.single, big.route) == (2048, False, "local")
+    assert 1 <= big.sample_rank <= 16
+    assert plan_topk(gpu, f32, 1, 1 << 28, 1 << 20, True).sample == 2048   # rank 24: 3.1M of 8.4M
+    assert plan_topk(gpu, f32, 1, 1 << 28, 1 << 21, True).sample == 0      # too many expected
+    assert plan_topk(gpu, f32, 1, (1 << 23) - 1, 1, True).sample == 0
+    assert plan_topk(gpu, f32, 4, 1 << 23, 1, False).sample == 2048
+    assert plan_topk(cpu, f32, 1, 1 << 18, 100, True).sample == 2048
+    assert plan_topk(cpu, f32, 1, (1 << 18) - 1, 100, True).sample == 0
+    small_local = fake_profile(local_mem_bytes=16 * 1024)
+    assert plan_topk(small_local, f64, 1, 1 << 28, 10, True).sample == 1024   # 8 KiB of keys
+    assert plan_topk(gpu, f32, 1, 1 << 28, 1000, True, sample_size=0).sample == 0
+    assert plan_topk(gpu, f32, 1, 1 << 20, 1, True, sample_min_row=0, sample_size=128).sample \
+        == 0   # a sample of at least two keys per work-item of 256
+    with pytest.raises(ValueError, match="sample_size must be 0"):
+        plan_topk(gpu, f32, 1, 1 << 28, 1000, True, sample_size=1000)
+    with pytest.raises(ValueError, match="sample_min_row must be >= 0"):
+        plan_topk(gpu, f32, 1, 1 << 28, 1000, True, sample_min_row=-1)
 
 
 @pytest.mark.parametrize("path", PATHS)
