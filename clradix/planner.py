@@ -192,11 +192,19 @@ class SortPlanner(_Planner):
 class TopkPlanner(_Planner):
     """Plans and builds the top-k calls of one Selector (``overrides``: TopkPolicy fields)."""
 
+    def __init__(self, programs, overrides):
+        super().__init__(programs, overrides)
+        self._no_threshold = set()   # (device, configuration) whose threshold pass did not build
+
     def plan(self, device, codec, rows, row_len, k, sorted):
         """The TopkPlan of a call (a size query: nothing is built)."""
         config = (codec.dtype, index_type(row_len)[0])
+        overrides = self.overrides
+        with self._lock:
+            if (device.int_ptr, config) in self._no_threshold:
+                overrides = dict(overrides, sample_size=0)
         return plan_topk(self.capped_profile(device, config), codec, rows, row_len, k, sorted,
-                         **self.overrides)
+                         **overrides)
 
     def prepare(self, device, codec, rows, row_len, k, sorted):
         """(plan, built RadixSelect driver) of a call, remembered per configuration."""
@@ -215,3 +223,13 @@ class TopkPlanner(_Planner):
             except WorkGroupLimitError as exc:
                 self.learn_cap(device, (codec.dtype, plan.index_name), exc, plan.wg, MIN_WG,
                                f"top-k of {codec.dtype} keys")
+            except KernelBuildError as exc:
+                # the threshold pass's programs are the newer ones: where a compiler refuses
+                # them, the passes run without it (once a warning), unless the caller asked
+                if not plan.sample or self.overrides.get("sample_size") is not None:
+                    raise
+                with self._lock:
+                    self._no_threshold.add((device.int_ptr, (codec.dtype, plan.index_name)))
+                    self._epoch += 1
+                warnings.warn(f"{exc}\nthe top-k planner runs {codec.dtype} rows without the "
+                              f"threshold pass on this device", RuntimeWarning, stacklevel=4)

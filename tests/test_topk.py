@@ -242,6 +242,30 @@ def test_threshold_pass_outcome(ctx, queue, rng, dtype):
     assert first[1]["flags"] == 0 and first[1]["pkey"] == 0 and first[1]["count"] == n
 
 
+def test_threshold_build_failure_falls_back(ctx, queue, rng, monkeypatch):
+    """A compiler that refuses the threshold pass's program: one warning, and the rows run
+    without it (the same results); a threshold the caller asked for raises instead."""
+    programs = clradix.Selector(ctx).planner.programs
+    real_get = type(programs).get
+
+    def refusing(self, template, params):
+        if params.get("part") == "threshold":
+            raise clradix.KernelBuildError("refused (test)")
+        return real_get(self, template, params)
+    monkeypatch.setattr(type(programs), "get", refusing)
+    codec = key_codec(np.float32)
+    y = rng.standard_normal((2, 16 * 2048)).astype(np.float32)
+    sel = selector(ctx, "passes", sample_min_row=0)   # the planner's sample size
+    assert sel.planner.plan(queue.device, codec, 2, y.shape[1], 3, True).sample == 2048
+    with pytest.warns(RuntimeWarning, match="without the threshold pass"):
+        check_topk(queue, y, 3, selector=sel)
+    assert sel.planner.plan(queue.device, codec, 2, y.shape[1], 3, True).sample == 0
+    check_topk(queue, y, 3, selector=sel)
+    asked = selector(ctx, "passes", sample_size=512, sample_min_row=0)
+    with pytest.raises(clradix.KernelBuildError, match="refused"):
+        check_topk(queue, y, 3, selector=asked)
+
+
 def test_threshold_plans():
     """Where the planner uses the threshold pass: rows of at least sample_min_row keys (GPUs
     2^23, CPUs 2^18) and 16 samples, small enough k (the expected candidates at most half the
