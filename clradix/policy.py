@@ -99,6 +99,11 @@ _DEFAULTS = {
                                 ranking="intel", sg_size=16),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
     "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
+    # ... on CPUs up to 16384 keys, the tile following n from 256 x 16. uint32, ms per call and
+    # wait (2026-11-23, 2 cores): PoCL 2^13 / 2^14 0.70 / 0.59 against 1.36 / 2.41 with
+    # reduce-then-scan's 12 launches; Intel's CPU runtime 0.31 / 0.40 against 0.35 / 0.66 (at
+    # 2^12 the 256 x 16 tile: PoCL 0.31, 256 x 64 0.71). BENCHMARKS "Per-call cost on PoCL".
+    "cpu-small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=64),
     # NVIDIA: one work-group ranks 8-bit digits with onesweep's warp ballots (os_small), its tile
     # as large as local memory allows up to 256 x 32 (8192 uint32 keys, 6144 with uint32 values
     # on 48 KiB): one launch where reduce-then-scan takes 12. Untimed: the latency benchmark
@@ -214,13 +219,12 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     small = _small_policy(profile, codec, value_bytes, fields)
     if small is not None and n <= small.tile and not (
             {"algorithm", "radix_bits", "wg_size", "items_per_thread"} & set(fields)):
-        if small.radix_bits == 8:
-            # os_small ranks every slot of its tile: no larger tile than n needs (H100, 2^10
-            # uint32 keys: 256 x 32 took about 30 us of device time per call)
-            ipt = 4
-            while ipt * small.wg_size < n and ipt < small.items_per_thread:
-                ipt *= 2
-            small = replace(small, items_per_thread=min(ipt, small.items_per_thread))
+        # no larger tile than n needs: os_small ranks every slot of its tile (H100, 2^10 uint32
+        # keys: 256 x 32 took about 30 us of device time per call), and the 4-bit passes scan it
+        ipt = 4 if small.radix_bits == 8 else min(16, small.items_per_thread)
+        while ipt * small.wg_size < n and ipt < small.items_per_thread:
+            ipt *= 2
+        small = replace(small, items_per_thread=min(ipt, small.items_per_thread))
         return small
     if fields.get("algorithm") == "single_wg":
         return small or replace(_DEFAULTS["small"], **fields)
@@ -296,8 +300,8 @@ def _small_policy(profile, codec, value_bytes, fields):
     digits ranked as onesweep does on NVIDIA GPUs (the largest items_per_thread that fits), else
     4-bit split passes (items_per_thread halved until it fits)."""
     nvidia = profile.is_gpu and profile.is_nvidia and "ptx" in ranking_backends(profile)
-    pol = replace(_DEFAULTS["nvidia-single" if nvidia else "small"],
-                  **{k: v for k, v in fields.items() if k != "algorithm"})
+    name = "nvidia-single" if nvidia else "small" if profile.is_gpu else "cpu-small"
+    pol = replace(_DEFAULTS[name], **{k: v for k, v in fields.items() if k != "algorithm"})
     if pol.radix_bits == 8 and "ranking" not in fields:
         best = ranking_backends(profile)[0]
         pol = replace(pol, ranking=best, sg_size=32 if best in ("ptx", "local") else 16)

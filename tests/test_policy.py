@@ -72,9 +72,15 @@ def test_planner_picks_per_device():
     assert plan_sort(nv, key_codec(np.uint32), None, 10).tile == 1024
     other_gpu = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 20)
     assert other_gpu.algorithm == "reduce_then_scan"
-    cpu = plan_sort(profile(device_type="cpu", local_mem_bytes=2 ** 20), key_codec(np.uint32),
-                    None, 2 ** 20)
+    cpu_profile = profile(device_type="cpu", local_mem_bytes=2 ** 20)
+    cpu = plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 20)
     assert cpu.algorithm == "reduce_then_scan"
+    # CPUs: one work-group up to 16384 keys, its tile following n from 256 x 16
+    for n, tile in ((10, 4096), (4096, 4096), (4097, 8192), (2 ** 14, 2 ** 14)):
+        pol = plan_sort(cpu_profile, key_codec(np.uint32), None, n)
+        assert (pol.algorithm, pol.radix_bits, pol.tile) == ("single_wg", 4, tile), n
+    assert plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 14 + 1).algorithm \
+        == "reduce_then_scan"
     intel = profile(device_type="cpu", local_mem_bytes=2 ** 18, extensions=frozenset(
         ["cl_intel_required_subgroup_size", "cl_khr_subgroup_ballot", "cl_intel_subgroups"]))
     pol = plan_sort(intel, key_codec(np.float32), None, 2 ** 20)
