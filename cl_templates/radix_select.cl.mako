@@ -46,8 +46,9 @@
 ## they do not sort), sample (0, or the threshold pass's sample per row: a power of two of at
 ## least 2 wg), part ("select": every kernel but the threshold pass's; "threshold": topk_sample
 ## and topk_pass_t, a program of their own: a compiler may count the local arrays of every pass
-## kernel of one program against one of them, as oclgrind's does), warp_aggregate (NVIDIA: warp ballots and a shuffle, common.mako's "ptx"
-## subgroup primitives, merge a warp's equal digits into one local atomic), skip_idle_tiles (GPUs:
+## kernel of one program against one of them, as oclgrind's does), warp_aggregate (NVIDIA: warp
+## ballots and a shuffle, common.mako's "ptx" subgroup primitives, merge a warp's equal digits
+## into one local atomic), skip_idle_tiles (GPUs:
 ## a tile none of whose elements is taken or written skips claiming slots, the branch around the
 ## claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
 ## uniform branch into wrong or missing output slots, and the scan costs a CPU little).
@@ -521,6 +522,37 @@ STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
     }
 }
 
+## One work-group's end of a pass: its local histogram added into the row's (when `add`), a fence,
+## and it counts itself done (the row's counter of finished groups). True in every work-item of the
+## group that finished last, whose hd then holds the row's histogram (work-item lid: digits
+## lid * RPT ...), every group's adds, read and zeroed for the next pass.
+STEP bool finished_last(bool add, uint groups_per_row, const __local uint* lhist,
+                        __global INDEX_T* hist, __global INDEX_T* counters, __local uint* l_last,
+                        __private INDEX_T* hd, uint lid)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (add) {
+        for (uint j = 0; j < RPT; ++j) {
+            const uint c = lhist[j * WG + lid];
+            if (c)
+                COUNTER_ADD(hist + j * WG + lid, c);
+        }
+    }
+    /* this group's histogram adds (and output writes) before its count */
+    GLOBAL_FENCE();
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (lid == 0)
+        *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const bool last = *l_last != 0;
+    if (last) {
+        GLOBAL_FENCE();
+        for (uint j = 0; j < RPT; ++j)
+            hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
+    }
+    return last;
+}
+
 ## The end of pass p for one work-group of a row: its local histogram added into the row's; then
 ## the group that finishes last (the row's counter of finished groups) scans the row's histogram,
 ## writes the state of pass p + 1 and readies the counters and histogram for it. No group waits
@@ -534,25 +566,9 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
                       __local INDEX_T* iscratch, __local row_state* lstate, __local uint* l_last,
                       uint lid)
 {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (!(st.flags & F_LAST)) {
-        for (uint j = 0; j < RPT; ++j) {
-            const uint c = lhist[j * WG + lid];
-            if (c)
-                COUNTER_ADD(hist + j * WG + lid, c);
-        }
-    }
-    /* this group's histogram adds (and output writes) before its count */
-    GLOBAL_FENCE();
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    if (lid == 0)
-        *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (*l_last) {
-        GLOBAL_FENCE();
-        INDEX_T hd[RPT];
-        for (uint j = 0; j < RPT; ++j)   /* every group's adds, read and zeroed for pass p + 1 */
-            hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
+    INDEX_T hd[RPT];
+    if (finished_last(!(st.flags & F_LAST), groups_per_row, lhist, hist, counters, l_last, hd,
+                      lid)) {
         const row_state s = next_state(st, hd, p, pos_bits, cap, iscratch, lstate, lid);
         if (lid == 0) {
             *state_next = s;
@@ -572,28 +588,15 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
 ## end leaves them.
 STEP void finish_threshold(row_state st, uint pos_bits, INDEX_T cap, uint groups_per_row,
                            const __local uint* lhist, __global INDEX_T* hist,
-                           __global row_state* state0, __global INDEX_T* counters, __local INDEX_T* iscratch,
-                           __local row_state* lstate, __local uint* l_last, uint lid)
+                           __global row_state* state0, __global INDEX_T* counters,
+                           __local INDEX_T* iscratch, __local row_state* lstate,
+                           __local uint* l_last, uint lid)
 {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint j = 0; j < RPT; ++j) {
-        const uint c = lhist[j * WG + lid];
-        if (c)
-            COUNTER_ADD(hist + j * WG + lid, c);
-    }
-    GLOBAL_FENCE();
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    if (lid == 0)
-        *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (*l_last) {
-        GLOBAL_FENCE();
-        INDEX_T hd[RPT];
+    INDEX_T hd[RPT];
+    if (finished_last(true, groups_per_row, lhist, hist, counters, l_last, hd, lid)) {
         INDEX_T sum = 0;
-        for (uint j = 0; j < RPT; ++j) {
-            hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
+        for (uint j = 0; j < RPT; ++j)
             sum += hd[j];
-        }
         INDEX_T total;
         wg_scan_index(sum, iscratch, lid, &total);
         const bool ok = total >= st.need && total <= cap;
@@ -685,7 +688,8 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
     __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
     __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
-    const uint p = ${"p_arg" if P is None else 0 if P == "t" else P};   /* a constant in the first passes' kernels */
+    /* a constant in the first passes' kernels (and the threshold pass's: 0) */
+    const uint p = ${"p_arg" if P is None else 0 if P == "t" else P};
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
     const uint lid = get_local_id(0);

@@ -84,10 +84,7 @@ def new_output(queue, what, dtype, shape, allocator):
     nbytes = math.prod(shape) * dtype.itemsize
     if not nbytes:
         return cl_array.empty(queue, shape, dtype, allocator=allocator)
-    if allocator is None:
-        data = _context_buffer(queue, what, nbytes)
-    else:
-        data = checked_allocator(queue, allocator, what)(nbytes)
+    data = checked_allocator(queue, allocator or _context_allocator(queue), what)(nbytes)
     if len(shape) == 1 and _FAST_ARRAY:
         # pyopencl's own fast constructor (what its array methods use), a third of the time of
         # the checking one; shape and strides are known to be right here
@@ -100,15 +97,15 @@ def new_output(queue, what, dtype, shape, allocator):
     return cl_array.Array(queue, shape, dtype, data=data, allocator=allocator)
 
 
-def _context_buffer(queue, what, nbytes):
-    limit = queue.device.max_mem_alloc_size
-    try:
+def _context_allocator(queue):
+    """allocate(nbytes): a Buffer of ``queue``'s context, no larger than the device allocates
+    at once (checked_allocator names the failure)."""
+    def allocate(nbytes):
+        limit = queue.device.max_mem_alloc_size
         if nbytes > limit:
             raise MemoryError(f"the device allocates at most {limit} bytes at once")
         return cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes)
-    except (cl.Error, MemoryError) as exc:
-        raise MemoryError(f"allocating {nbytes} bytes of {what} on "
-                          f"{queue.device.name.strip()} failed: {exc}") from exc
+    return allocate
 
 
 _FAST_ARRAY = "_fast" in cl_array.Array.__init__.__code__.co_varnames

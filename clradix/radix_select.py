@@ -70,21 +70,23 @@ class RadixSelect(Driver):
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
         # argument): every other argument is the same for each pass of a call
         self.passes = [cl.Kernel(prg, name) for name in ("topk_pass_0", "topk_pass_1", "topk_pass")]
-        # the threshold pass (plan.sample): its sample kernel, and a pass kernel run before pass 0
-        prg_t = programs.get(self.template, dict(params, part="threshold")) if plan.sample \
-            else None
-        self.threshold = cl.Kernel(prg_t, "topk_pass_t") if plan.sample else None
-        for knl in self.passes + ([self.threshold] if plan.sample else []):
+        launched = [("topk_pass", knl) for knl in self.passes]
+        # the threshold pass (plan.sample), a program of its own: the sample kernel, and a pass
+        # kernel (the passes' arguments) run before pass 0
+        self.sample = self.threshold = None
+        if plan.sample:
+            prg_t = programs.get(self.template, dict(params, part="threshold"))
+            self.sample = cl.Kernel(prg_t, "topk_sample")
+            self.sample.set_scalar_arg_dtypes([None, ulong, idx, idx, key_np, uint, None, ulong])
+            self.threshold = cl.Kernel(prg_t, "topk_pass_t")
+            launched += [("topk_pass_t", self.threshold), ("topk_sample", self.sample)]
+        for knl in self.passes + ([self.threshold] if self.threshold is not None else []):
             knl.set_scalar_arg_dtypes([None, ulong, idx, idx, idx, uint, uint, key_np, out_np]
                                       + [None] + [ulong] * 7 + [None, ulong, None, ulong, uint])
         self.single = cl.Kernel(prg, "topk_single")
         self.single.set_scalar_arg_dtypes([None, ulong, idx, idx, uint, uint, key_np, None, ulong,
                                            None, ulong])
-        launched = [("topk_pass", knl) for knl in self.passes] + [("topk_single", self.single)]
-        if plan.sample:
-            self.sample = cl.Kernel(prg_t, "topk_sample")
-            self.sample.set_scalar_arg_dtypes([None, ulong, idx, idx, key_np, uint, None, ulong])
-            launched += [("topk_pass_t", self.threshold), ("topk_sample", self.sample)]
+        launched.append(("topk_single", self.single))
         if plan.sort_size:
             self.sort_rows = cl.Kernel(prg, "topk_sort_rows")
             self.sort_rows.set_scalar_arg_dtypes([None, ulong, None, ulong, idx, key_np, None,

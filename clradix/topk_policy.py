@@ -58,7 +58,7 @@ _DEFAULTS = {
     # single_max: rows of up to 2^16 keys (256 KiB of float32) are re-read from the caches by one
     # work-group per pass (the top-k issue's target shapes: 1-D 2^16, rows of 1024 and 32768).
     # The threshold pass (sample_size, sample_min_row): PoCL, 2 cores, float32, one row, k = 10 to
-    # 1000 (2026-11-23): a sample of 2048 keys beat 4096, from 2^18 keys on 1.2-2.2x faster than
+    # 1000 (2026-11-23): a sample of 2048 keys beat 4096, from 2^18 keys on 1.2-3.0x faster than
     # without it, and at 2^16-2^17 as often slower as faster; BENCHMARKS "Top-k: one read". On
     # GPUs from 2^23 keys, where a read of the row (32 MiB of float32, about 10 us at 3 TB/s)
     # outweighs the sample's sort (one work-group, 66 barriers): by that model, not yet measured.
@@ -184,15 +184,16 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     target = profile.compute_units * policy.groups_per_cu
     groups = max(1, min(-(-target // rows), -(-row_len // policy.tile)))
     cap = min(row_len, policy.cand_cap or max(row_len // 32, 1024))
-    sample, rank = _threshold_sample(policy, profile, codec.itemsize, row_len, k, cap) \
-        if not single or route == "global" else (0, 0)
+    one_launch = single and route != "global"
+    sample, rank = (0, 0) if one_launch else \
+        _threshold_sample(policy, profile, codec.itemsize, row_len, k, cap)
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
                     sort_size=_sort_size_for(k, sort_size) if route == "local" else 0,
                     pos_bits=pos_bits,
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=cap,
-                    single=single and route != "global", sample=sample, sample_rank=rank)
+                    single=one_launch, sample=sample, sample_rank=rank)
 
 
 def _threshold_sample(policy, profile, key_bytes, row_len, k, cap):

@@ -14,7 +14,6 @@ import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 import clradix
-import clradix.radix_select as radix_select
 import clradix.sizes as sizes
 from clradix.arguments import Operand
 from clradix.keys import KEY_DTYPES, key_codec
@@ -190,9 +189,9 @@ def test_threshold_pass(ctx, queue, rng, dtype, dist):
 
 
 def _threshold_state(queue, sel, x, k, largest=True):
-    """Run only topk_init, topk_sample and topk_pass_t of ``sel`` on the rows ``x`` (no digit
-    pass: the plan's digits set to -1) and return the rows' two state copies (0: what pass 0
-    reads, 1: topk_sample's)."""
+    """Run ``sel``'s call on the rows ``x`` without its digit passes (the plan's digits set to -1:
+    topk_init, topk_sample, topk_pass_t and the route's ordering of nothing) and return the rows'
+    two state copies (0: what pass 0 reads, 1: topk_sample's)."""
     rows, n = x.shape
     codec = key_codec(x.dtype)
     plan, driver = sel.planner.prepare(queue.device, codec, rows, n, k, True)
@@ -201,19 +200,18 @@ def _threshold_state(queue, sel, x, k, largest=True):
     job = TopkJob(dataclasses.replace(plan, digits=-1), Operand(a.data, 0, a.size, a.dtype),
                   rows, n, k, largest, cl_array.empty(queue, (rows, k), x.dtype),
                   cl_array.empty(queue, (rows, k), plan.out_index_np), None)
-    parts, _ = radix_select._temp_sizes(plan, codec, rows, k)
-    off, total = radix_select._carve_offsets(parts)
-    block = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, total)
-    evt = driver.init(queue, (rows * plan.wg,), (plan.wg,), block, off[0], off[1], off[2],
-                      np.uint32(rows), plan.index_np(k), plan.index_np(n))
-    sel_out = (*radix_select._at(job.values), *radix_select._at(job.indices))
-    driver._passes(queue, job, block, off, sel_out, codec.flip(largest), evt).wait()
+    blocks = []
+
+    def alloc(nbytes):
+        blocks.append(cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes))
+        return blocks[-1]
+    driver.enqueue(queue, job, alloc, None).wait()
     ix = np.dtype(plan.index_np)
     state_t = np.dtype([("pkey", "<u8"), ("ppos", ix), ("need", ix), ("count", ix),
                         ("src_count", ix), ("digits", "<u4"), ("bucket", "<u4"),
                         ("flags", "<u4"), ("pad", "<u4")], align=True)
     states = np.empty(2 * rows, state_t)
-    cl.enqueue_copy(queue, states, block, src_offset=off[0])
+    cl.enqueue_copy(queue, states, blocks[0])   # the states: the first part of the first block
     return plan, states[:rows], states[rows:]
 
 
