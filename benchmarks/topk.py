@@ -38,7 +38,8 @@ def add_arguments(ap):
     ap.add_argument("--alt", default="", help="POLICY;POLICY...: also time each case with "
                     "Selectors of these policies (each like --policy), recorded as "
                     "clradix[POLICY]")
-    ap.add_argument("--only", help="run only the cases whose name contains this text")
+    ap.add_argument("--only", help="run only the cases whose name contains this text "
+                    "(or one of these, comma-separated)")
     ap.add_argument("--trace", action="store_true", help="per-kernel times of each case")
 
 
@@ -244,7 +245,7 @@ def main(args):
         selectors[-1][1].overrides.update(policy, **parse_policy(alt))
     for name, shape, k, sorted_, kind, figure in cases(args.quick):
         case = f"{name} {'x'.join(map(str, shape))} k={k}"
-        if args.only and args.only not in case:
+        if args.only and not any(t in case for t in args.only.split(",")):
             continue
         x = make(rng, shape, kind)
         a, models = None, {}

@@ -112,6 +112,8 @@
 #define F_THRESH 16u     /* (copy 1, read by topk_pass_t) the threshold is in pkey */
 #define F_SKIP 32u       /* (copy 0) topk_pass_t selected the candidates: pass 0 hands on the
                             state of pass 1 */
+/* a candidate slot no candidate took (the threshold pass's chunks) */
+#define DEAD_POS ((INDEX_T)~(INDEX_T)0)
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
 % if warp_aggregate and index_t == "uint":
@@ -401,8 +403,13 @@ STEP uint2 classify_tile(__private uint* cls, const __private KEY_T* x,
     uint n_take = 0, n_cand = 0;
     ${unroll}
     for (uint i = 0; i < IPT; ++i) {
-        const uint c = classify(order_key(x[i], f.flip), pos[i], full || ELEM(i) < n, f, lhist,
-                                lid);
+% if sample:
+        /* (the threshold pass's candidates have dead entries: slots its groups did not use) */
+        const bool valid = (full || ELEM(i) < n) && !(f.from_cands && pos[i] == DEAD_POS);
+% else:
+        const bool valid = full || ELEM(i) < n;
+% endif
+        const uint c = classify(order_key(x[i], f.flip), pos[i], valid, f, lhist, lid);
         cls[i] = c;
         n_take += c & 1u;
         n_cand += c >> 1;
@@ -444,24 +451,56 @@ STEP uint tile_has_output(bool mine, __local uint* l_any, uint tile_no, uint lid
     return any;
 }
 
+## The first of n candidate slots: one add to the row's counter (chunk 0), or (the threshold
+## pass, whose candidates come from every tile of the row: one counter shared by every group of
+## the row costs more than the read) from the group's chunk of slots, l_base[2] (next) to
+## l_base[3] (end); when the n do not fit, a new chunk of at least `chunk` slots, and the rest of
+## the old one a hole, l_base[4] to l_base[5], which the group fills with dead entries.
+## Called by one work-item.
+STEP INDEX_T take_slots(INDEX_T n, __global INDEX_T* count, __local INDEX_T* l_base,
+                        INDEX_T chunk)
+{
+    if (!chunk)
+        return n ? COUNTER_ADD(count, n) : 0;
+    INDEX_T next = l_base[2], end = l_base[3];
+    l_base[4] = l_base[5] = 0;
+    if (next + n > end) {
+        l_base[4] = next;
+        l_base[5] = end;
+        const INDEX_T size = max(chunk, n);
+        next = COUNTER_ADD(count, size);
+        end = next + size;
+    }
+    l_base[2] = next + n;
+    l_base[3] = end;
+    return next;
+}
+
 ## Output slots for a tile: one counter add each (taken, candidates) for the whole tile. *o and *c:
 ## the work-item's first output and candidate slot. The order of the slots is of no consequence
 ## (the selection is sorted afterwards, or returned unordered, and the candidates are a set).
 % if warp_aggregate:
 ## NVIDIA: a warp scan (shuffles) of the packed counts, one local add per warp, then one work-item
 ## adds the tile's totals to the row's counters: two barriers.
-STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
-                      __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
-                      __private INDEX_T* o, __private INDEX_T* c)
+## The warp's inclusive sum of v up to this lane (shuffles).
+STEP uint warp_scan_incl(uint v, uint lane)
 {
-    const uint lane = lid & 31u;
-    const uint v = n_take | (n_cand << 16);
     uint x = v;
     for (uint off = 1; off < 32; off <<= 1) {
         uint y;
         asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, -1;" : "=r"(y) : "r"(x), "r"(off));
         x += lane >= off ? y : 0u;
     }
+    return x;
+}
+
+STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
+                      __global INDEX_T* out_count, __global INDEX_T* cout_count, INDEX_T chunk,
+                      uint lid, __private INDEX_T* o, __private INDEX_T* c)
+{
+    const uint lane = lid & 31u;
+    const uint v = n_take | (n_cand << 16);
+    const uint x = warp_scan_incl(v, lane);
     const uint warp_total = sg_shuffle(x, 31);
     uint wbase = 0;
     if (lane == 0 && warp_total)
@@ -472,7 +511,7 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
         const uint total = scratch[0];
         scratch[0] = 0;   /* for the next tile: its adds come after its first barrier */
         l_base[0] = (total & 0xffffu) ? COUNTER_ADD(out_count, total & 0xffffu) : 0;
-        l_base[1] = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
+        l_base[1] = take_slots(total >> 16, cout_count, l_base, chunk);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     *o = l_base[0] + (wbase & 0xffffu);
@@ -481,14 +520,14 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
 % else:
 ## A work-group scan of (taken, candidates): slots in tile order.
 STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
-                      __global INDEX_T* out_count, __global INDEX_T* cout_count, uint lid,
-                      __private INDEX_T* o, __private INDEX_T* c)
+                      __global INDEX_T* out_count, __global INDEX_T* cout_count, INDEX_T chunk,
+                      uint lid, __private INDEX_T* o, __private INDEX_T* c)
 {
     uint total;
     const uint before = wg_scan_uint(n_take | (n_cand << 16), scratch, lid, &total);
     if (lid == 0) {
         l_base[0] = (total & 0xffffu) ? COUNTER_ADD(out_count, total & 0xffffu) : 0;
-        l_base[1] = (total >> 16) ? COUNTER_ADD(cout_count, total >> 16) : 0;
+        l_base[1] = take_slots(total >> 16, cout_count, l_base, chunk);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     *o = l_base[0] + (before & 0xffffu);
@@ -522,6 +561,54 @@ STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
     }
 }
 
+% if sample:
+## Candidate slots [a, b) that no candidate took (the threshold pass's chunks): dead entries,
+## which the pass reading the candidates skips. Every work-item of the group (stride WG) or of
+## the warp (stride 32) calls it.
+STEP void fill_dead(INDEX_T a, INDEX_T b, __global KEY_T* cout_key, __global INDEX_T* cout_pos,
+                    INDEX_T cap, uint first, uint stride)
+{
+    for (INDEX_T i = a + first; i < min(b, cap); i += stride) {
+        cout_key[i] = (KEY_T)0;
+        cout_pos[i] = DEAD_POS;
+    }
+}
+% if warp_aggregate:
+
+## The threshold pass on NVIDIA: each warp takes `chunk` slots at a time from the row's counter
+## (*next to *end, the same in every lane) and hands them to its lanes, without a barrier, so
+## that the warps of a group stream the row on their own; the rest of a chunk too small for the
+## warp's candidates becomes dead entries. Every lane calls it; returns the lane's first slot.
+STEP INDEX_T warp_slots(uint n, __global INDEX_T* count, INDEX_T chunk,
+                        __private INDEX_T* next, __private INDEX_T* end,
+                        __global KEY_T* cout_key, __global INDEX_T* cout_pos, INDEX_T cap,
+                        uint lid)
+{
+    const uint lane = lid & 31u;
+    const uint x = warp_scan_incl(n, lane);
+    const uint total = sg_shuffle(x, 31);
+    if (*next + total > *end) {
+        fill_dead(*next, *end, cout_key, cout_pos, cap, lane, 32);
+        const INDEX_T size = max(chunk, (INDEX_T)total);
+        INDEX_T base = 0;
+        if (lane == 31u)
+            base = COUNTER_ADD(count, size);
+% if index_t == "ulong":
+        base = (INDEX_T)sg_shuffle((uint)base, 31)
+               | ((INDEX_T)sg_shuffle((uint)(base >> 32), 31) << 32);
+% else:
+        base = sg_shuffle(base, 31);
+% endif
+        *next = base;
+        *end = base + size;
+    }
+    const INDEX_T c = *next + (x - n);
+    *next += total;
+    return c;
+}
+% endif
+
+% endif
 ## One work-group's end of a pass: its local histogram added into the row's (when `add`), a fence,
 ## and it counts itself done (the row's counter of finished groups). True in every work-item of the
 ## group that finished last, whose hd then holds the row's histogram (work-item lid: digits
@@ -599,7 +686,6 @@ STEP void finish_threshold(row_state st, uint pos_bits, INDEX_T cap, uint groups
             sum += hd[j];
         INDEX_T total;
         wg_scan_index(sum, iscratch, lid, &total);
-        const bool ok = total >= st.need && total <= cap;
         /* the candidates as pass 0's output: pass 1 reads them (every work-item calls it) */
         row_state c = first_state(st.need, total);
         c.flags = F_WRITE;
@@ -607,15 +693,19 @@ STEP void finish_threshold(row_state st, uint pos_bits, INDEX_T cap, uint groups
             *lstate = c;   /* what next_state returns when the k-th is not among them */
         const row_state s = next_state(c, hd, 0, pos_bits, cap, iscratch, lstate, lid);
         if (lid == 0) {
-            if (ok) {
+            /* the slots the groups took: the candidates and their chunks' dead entries (read
+               only: pass 0 zeroes the counter for pass 2, whether it runs or hands on; PoCL 3.0
+               returned 0 here from an exchange, and from an add of 0 followed by one) */
+            const INDEX_T slots = COUNTER_ADD(counters + 1, 0);
+            if (total >= st.need && slots <= cap) {
                 row_state skip = s;
                 skip.flags |= F_SKIP;
+                skip.src_count = slots;   /* pass 1 reads every slot, skipping dead ones */
                 *state0 = skip;
             } else {
                 *state0 = first_state(st.need, st.count);
             }
             COUNTER_TAKE(counters + 3);
-            COUNTER_TAKE(counters + 1);
         }
     }
 }
@@ -711,6 +801,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             row_state s = st;
             s.flags &= ~F_SKIP;
             *state_next = s;
+            COUNTER_TAKE(counters + (size_t)4 * row + 1);   /* pass 2 writes candidates with it */
         }
         return;
     }
@@ -741,8 +832,18 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __local row_state lstate;
     __local uint l_any[3];
     __local uint l_last;
-    __local INDEX_T l_base[2];
+    __local INDEX_T l_base[6];   /* the tile's slots; (threshold pass) its chunk and hole */
+% if P == "t":
+    const INDEX_T chunk = p_arg;   /* the threshold pass takes its chunk of slots in p's place */
+    if (lid == 0)
+        l_base[2] = l_base[3] = l_base[4] = l_base[5] = 0;
+% else:
+    const INDEX_T chunk = 0;
+% endif
     clear_pass_locals(lhist, l_any, scratch, lid);
+% if P == "t" and warp_aggregate:
+    INDEX_T w_next = 0, w_end = 0;   /* the warp's chunk of candidate slots */
+% endif
     uint tile_no = 0;
     for (INDEX_T base = (INDEX_T)g * TILE; base < n_src;
          base += (INDEX_T)groups_per_row * TILE, ++tile_no) {
@@ -758,21 +859,38 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
 % else:
         const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
 % endif
-% if P != 0:
+% if P == "t" and warp_aggregate:
+        if (sg_ballot(n.y != 0))
+            write_tile(x, pos, cls, 0,
+                       warp_slots(n.y, counters + 1, chunk, &w_next, &w_end, cout_key, cout_pos,
+                                  cap, lid),
+                       out_key + out_key_off + (size_t)row * k,
+                       out_idx + out_idx_off + (size_t)row * k, k,
+                       (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
+% elif P != 0:
 % if skip_idle_tiles:
         if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
 % else:
         {   /* every tile claims slots: no barrier in a branch (see skip_idle_tiles) */
 % endif
             INDEX_T o, c;
-            claim_slots(n.x, n.y, scratch, l_base, counters, counters + 1 + (p & 1), lid, &o, &c);
+            claim_slots(n.x, n.y, scratch, l_base, counters, counters + 1 + (p & 1), chunk, lid,
+                        &o, &c);
             write_tile(x, pos, cls, o, c, out_key + out_key_off + (size_t)row * k,
                        out_idx + out_idx_off + (size_t)row * k, k,
                        (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
+% if P == "t":
+            fill_dead(l_base[4], l_base[5], cout_key, cout_pos, cap, lid, WG);
+% endif
         }
 % endif
     }
 % if P == "t":
+% if warp_aggregate:
+    fill_dead(w_next, w_end, cout_key, cout_pos, cap, lid & 31u, 32);   /* the last chunk's rest */
+% else:
+    fill_dead(l_base[2], l_base[3], cout_key, cout_pos, cap, lid, WG);   /* the last chunk's rest */
+% endif
     finish_threshold(st, pos_bits, cap, groups_per_row, lhist, hist + (size_t)row * RADIX,
                      state_next, counters, iscratch, &lstate, &l_last, lid);
 % else:

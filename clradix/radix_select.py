@@ -158,7 +158,7 @@ class RadixSelect(Driver):
                 queue, (job.rows * plan.wg,), (plan.wg,), job.keys.buffer, job.keys.offset,
                 ix(job.row_len), ix(job.k), flip, np.uint32(plan.sample_rank), block, off[0],
                 wait_for=[evt]))
-            self.threshold.set_args(*args, np.uint32(0))
+            self.threshold.set_args(*args, np.uint32(plan.sample_chunk))   # (in p's place)
             evt = self._traced("topk_pass_t", cl.enqueue_nd_range_kernel(
                 queue, self.threshold, gsize, lsize, wait_for=[evt]))
         for p in range(plan.digits + 1):

@@ -60,8 +60,10 @@ _DEFAULTS = {
     # The threshold pass (sample_size, sample_min_row): PoCL, 2 cores, float32, one row, k = 10 to
     # 1000 (2026-11-23): a sample of 2048 keys beat 4096, from 2^18 keys on 1.2-3.0x faster than
     # without it, and at 2^16-2^17 as often slower as faster; BENCHMARKS "Top-k: one read". On
-    # GPUs from 2^23 keys, where a read of the row (32 MiB of float32, about 10 us at 3 TB/s)
-    # outweighs the sample's sort (one work-group, 66 barriers): by that model, not yet measured.
+    # GPUs from 2^23 keys: H100, float32, k = 100 (2026-11-23, with and without it in one run):
+    # 2^20 0.285 / 0.246 ms (slower: the sample's sort and two more launches outweigh a read of
+    # 4 MiB), 2^24 0.43 / 0.95 ms, 2^28 1.4-3.5x faster for k = 1 to 2^20 (BENCHMARKS "Top-k at
+    # bandwidth").
     "gpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=32, sample_min_row=1 << 23),
     # CPUs: two work-groups per core keep every core busy without splitting rows finely; one
     # core's work-group selects rows of up to 2^14 keys alone.
@@ -89,6 +91,7 @@ class TopkPlan:
     single: bool          # one work-group per row does everything (topk_single, one launch)
     sample: int = 0       # keys sampled per row for the threshold pass (0: no threshold pass)
     sample_rank: int = 0  # the sampled order key of this rank (from 1) is the threshold
+    sample_chunk: int = 0  # candidate slots a group of the threshold pass takes at a time
 
     @property
     def wg(self):
@@ -187,13 +190,16 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     one_launch = single and route != "global"
     sample, rank = (0, 0) if one_launch else \
         _threshold_sample(policy, profile, codec.itemsize, row_len, k, cap)
+    # the threshold pass's slots are taken by each warp on NVIDIA, by each work-group elsewhere
+    claimers = groups * (policy.wg_size // 32 if profile.is_nvidia and profile.is_gpu else 1)
+    chunk = _slot_chunk(row_len, claimers, cap, sample, rank) if sample else 0
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
                     sort_size=_sort_size_for(k, sort_size) if route == "local" else 0,
                     pos_bits=pos_bits,
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=cap,
-                    single=one_launch, sample=sample, sample_rank=rank)
+                    single=one_launch, sample=sample, sample_rank=rank, sample_chunk=chunk)
 
 
 def _threshold_sample(policy, profile, key_bytes, row_len, k, cap):
@@ -221,6 +227,17 @@ def _threshold_sample(policy, profile, key_bytes, row_len, k, cap):
     if rank > size or rank * row_len / size > cap / 2:
         return 0, 0
     return size, rank
+
+
+def _slot_chunk(row_len, claimers, cap, sample, rank):
+    """Candidate slots a claimer of the threshold pass (a warp on NVIDIA, else a work-group)
+    takes from its row's counter at a time: about half of the candidates it expects (rank /
+    sample of its keys), at least 32, a power of two; at most a quarter of ``cap`` over all the
+    claimers, as each leaves at most one chunk partly unused (dead entries the next pass skips)
+    and the candidates fill at most half of ``cap``."""
+    per = row_len / claimers * rank / sample
+    chunk = max(32, 1 << max(math.ceil(per / 2) - 1, 0).bit_length())
+    return max(1, min(chunk, pow2_floor(max(cap // (4 * claimers), 1))))
 
 
 def _sort_size_for(k, limit):

@@ -17,6 +17,7 @@ import clradix
 import clradix.sizes as sizes
 from clradix.arguments import Operand
 from clradix.keys import KEY_DTYPES, key_codec
+from clradix import radix_select
 from clradix.radix_select import TopkJob
 from clradix.topk_policy import plan_topk
 
@@ -212,7 +213,12 @@ def _threshold_state(queue, sel, x, k, largest=True):
                         ("flags", "<u4"), ("pad", "<u4")], align=True)
     states = np.empty(2 * rows, state_t)
     cl.enqueue_copy(queue, states, blocks[0])   # the states: the first part of the first block
-    return plan, states[:rows], states[rows:]
+    # the candidate positions topk_pass_t wrote (the first candidate buffer's positions)
+    sizes, _ = radix_select._temp_sizes(plan, codec, rows, k)
+    cand_pos = np.empty((rows, plan.cap), ix)
+    cl.enqueue_copy(queue, cand_pos, blocks[0],
+                    src_offset=radix_select._carve_offsets(sizes)[0][4])
+    return plan, states[:rows], states[rows:], cand_pos
 
 
 F_THRESH, F_SKIP = 16, 32
@@ -228,14 +234,20 @@ def test_threshold_pass_outcome(ctx, queue, rng, dtype):
     n, k = THRESHOLD_ROW * 2 + 3, 5
     x = data.uniform(rng, dtype, 2 * n).reshape(2, n)
     x[1] = x[1, 7]
-    plan, first, second = _threshold_state(queue, sel, x, k)
+    plan, first, second, cand_pos = _threshold_state(queue, sel, x, k)
     codec = key_codec(dtype)
     order = codec.order_key(x[0]) ^ codec.flip(True)   # the selection's order key (largest k)
     at = (np.arange(512, dtype=np.uint64) * n + n // 2) // 512
     thresh = np.sort(order[at])[plan.sample_rank - 1]
     assert second[0]["flags"] == F_THRESH and second[0]["pkey"] == thresh
     assert first[0]["flags"] & F_SKIP and first[0]["digits"] == 1
-    assert first[0]["src_count"] == np.count_nonzero(order <= thresh)
+    # pass 1 reads src_count slots: exactly the keys at or below the threshold, and dead
+    # entries (slots of the groups' chunks that no candidate took)
+    slots = cand_pos[0, :first[0]["src_count"]]
+    dead = np.iinfo(plan.index_np).max
+    np.testing.assert_array_equal(np.sort(slots[slots != dead]),
+                                  np.flatnonzero(order <= thresh))
+    assert first[0]["src_count"] <= plan.cap
     assert 1 <= first[0]["need"] <= k
     assert first[1]["flags"] == 0 and first[1]["pkey"] == 0 and first[1]["count"] == n
 
