@@ -257,6 +257,7 @@ class SegmentedPlanner:
         self._drivers = {}
         self._caps = {}
         self._local_ranking = set()
+        self._ipt = {}
         self._lock = threading.RLock()
 
     def plan(self, device, codec, index_bytes):
@@ -276,6 +277,8 @@ class SegmentedPlanner:
                 profile, pol = self.plan(device, codec, np.dtype(index_np).itemsize)
                 if key in self._local_ranking:
                     pol = replace(pol, ranking="local")
+                elif key in self._ipt:
+                    pol = replace(pol, items_per_thread=self._ipt[key])
                 value_t = VALUE_CL_TYPES[value_bytes] if value_bytes else None
                 try:
                     drv = SegmentedSort(self.programs, device, profile, pol, codec, value_t,
@@ -291,9 +294,22 @@ class SegmentedPlanner:
                                   stacklevel=4)
                     self._caps[(device.int_ptr, codec.dtype)] = cap
                 except KernelBuildError as exc:
-                    # NVIDIA's ptxas (driver 580) fails to allocate registers for the keys-only
-                    # program with the ballot ranking; the local-memory ranking builds
+                    # NVIDIA's ptxas (driver 580) fails register allocation ("register count of
+                    # 7") for the keys-only program with the ballot ranking at 16 keys per
+                    # work-item; 12 builds, and beat the local-memory ranking at 16 in 4 of 5
+                    # shapes on the H100 (BENCHMARKS "Segmented rows"). Fewer keys per
+                    # work-item first, then the local-memory ranking.
                     user = self.overrides is not None and self.overrides.ranking is not None
+                    user_ipt = self.overrides is not None and \
+                        self.overrides.items_per_thread is not None
+                    if not user_ipt and pol.items_per_thread > 4:
+                        ipt = pol.items_per_thread * 3 // 4
+                        warnings.warn(f"{exc.__class__.__name__} with ranking={pol.ranking!r} "
+                                      f"at {pol.items_per_thread} keys per work-item; the "
+                                      f"segmented sort of {codec.dtype} keys tries {ipt} on "
+                                      f"this device", RuntimeWarning, stacklevel=4)
+                        self._ipt[key] = ipt
+                        continue
                     if user or pol.ranking == "local":
                         raise
                     warnings.warn(f"{exc.__class__.__name__} with ranking={pol.ranking!r}; the "

@@ -2,6 +2,9 @@
 clradix.sort / argsort of 2-D arrays (each row), numpy inputs, bfloat16 keys; compared with a
 per-segment numpy reference (np.sort / np.argsort, kind="stable")."""
 
+import dataclasses
+import warnings
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -198,6 +201,58 @@ def test_default_policy(queue, rng):
     keys = float_specials(rng, np.float32, int(offsets[-1]))
     check_segments(queue, sorter, keys, offsets, "pairs", values=np.arange(keys.size,
                                                                               dtype=np.uint32))
+
+
+def test_build_failure_shrinks_the_tile_then_the_ranking(queue, rng, monkeypatch):
+    """A compiler that refuses the planner's segmented program (NVIDIA's ptxas fails register
+    allocation for the keys-only program with ballots at 16 keys per work-item): fewer keys per
+    work-item first, then the local-memory ranking, each step one warning, and the same sorted
+    rows; the planner remembers what built. A ranking the caller set ends in the error."""
+    from clradix import segmented
+    real_sort, real_plan = segmented.SegmentedSort, segmented.plan_segments
+    tried = []
+
+    def refusing(max_ipt, rankings):
+        def build(programs, device, profile, pol, *args):
+            tried.append((pol.items_per_thread, pol.ranking))
+            if pol.items_per_thread > max_ipt or pol.ranking not in rankings:
+                raise clradix.KernelBuildError(f"refused (test): {pol}")
+            return real_sort(programs, device, profile, pol, *args)
+        return build
+
+    x = rng.standard_normal((3, 1000), dtype=np.float32)
+
+    def check(sorter, warns, attempts):
+        for _ in range(2):   # the second call builds nothing and warns of nothing
+            a = cl_array.to_device(queue, x)
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always")
+                sorter.sort(queue, a.reshape(-1), segments=np.arange(0, 3001, 1000)).wait()
+            np.testing.assert_array_equal(a.get(), np.sort(x, axis=-1))
+            ours = [str(w.message) for w in warned if "segmented sort" in str(w.message)]
+            assert len(ours) == (attempts - 1 if _ == 0 else 0), ours
+            assert all(warns in m for m in ours[-1:])
+        assert len(tried) == attempts
+
+    sorter = clradix.Sorter(queue.context)
+    first = segmented.planner_of(sorter).plan(queue.device, key_codec(np.float32), 4)[1]
+    monkeypatch.setattr(segmented, "SegmentedSort", refusing(12, ("local", first.ranking)))
+    check(sorter, "keys per work-item", 1 + (first.items_per_thread > 12))
+    assert tried[-1] == (min(first.items_per_thread, 12), first.ranking)
+
+    # a subgroup ranking (planned on a device without one, as if it had one) refused at any tile
+    tried.clear()
+    monkeypatch.setattr(segmented, "plan_segments", lambda profile, codec, ib, overrides: (
+        dataclasses.replace(real_plan(profile, codec, ib, None), ranking="khr", sg_size=16,
+                            items_per_thread=16)))
+    monkeypatch.setattr(segmented, "SegmentedSort", refusing(64, ("local",)))
+    check(clradix.Sorter(queue.context), "local-memory ranking", 6)
+    assert tried == [(16, "khr"), (12, "khr"), (9, "khr"), (6, "khr"), (4, "khr"), (16, "local")]
+
+    asked = clradix.Sorter(queue.context, segment_policy=clradix.SegmentPolicy(ranking="khr"))
+    with pytest.warns(RuntimeWarning), pytest.raises(clradix.KernelBuildError, match="refused"):
+        asked.sort(queue, cl_array.zeros(queue, 3000, np.float32),
+                   segments=np.arange(0, 3001, 1000))
 
 
 # ----------------------------------------------------------------------------- refused inputs
