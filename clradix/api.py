@@ -75,8 +75,10 @@ def default_queue() -> cl.CommandQueue:
     (``clradix.device.default_device``), made on first use and kept."""
     with _default_lock:
         if not _default:
+            # the context is kept beside its queue: Intel's CPU runtime frees a context whose
+            # last handle is released although a queue still holds it
             ctx = cl.Context([default_device()])
-            _default.append(cl.CommandQueue(ctx))
+            _default.extend((cl.CommandQueue(ctx), ctx))
         return _default[0]
 
 
