@@ -350,11 +350,6 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
-    if policy.fused_passes and fused_aborts_compiler(profile):
-        raise PolicyError(f"fused_passes is refused on {dev}: this compiler aborted the whole "
-                          f"process at random while building the one-launch onesweep program (3 "
-                          f"of about 10 test runs, 2026-11-23, with different key types); sort "
-                          f"with fused_passes=False (the planner's choice there)")
     if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
         raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
                           f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "
@@ -378,12 +373,6 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
 
 def _radix_bits_message(radix_bits):
     return f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8"
-
-
-def fused_aborts_compiler(profile):
-    """Whether ``profile`` is Intel's CPU OpenCL runtime, whose compiler aborted the process at
-    random while building os_fused programs (never while building any other program)."""
-    return not profile.is_gpu and "intel" in profile.platform.lower()
 
 
 def ranking_backends(profile):
