@@ -835,8 +835,10 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __local INDEX_T l_base[6];   /* the tile's slots; (threshold pass) its chunk and hole */
 % if P == "t":
     const INDEX_T chunk = p_arg;   /* the threshold pass takes its chunk of slots in p's place */
-    if (lid == 0)
+% if not warp_aggregate:
+    if (lid == 0)   /* the group's chunk (warps keep their own on NVIDIA) */
         l_base[2] = l_base[3] = l_base[4] = l_base[5] = 0;
+% endif
 % else:
     const INDEX_T chunk = 0;
 % endif

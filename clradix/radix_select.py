@@ -23,7 +23,7 @@ import pyopencl as cl
 from .arguments import Operand
 from .driver import Driver, WorkGroupLimitError, kernel_wg_limit
 from .sizes import cl_index_name, round_up
-from .topk_policy import RADIX
+from .topk_policy import RADIX, warp_aggregate
 
 STATE_BYTES = 64  # sizeof(row_state) is at most 56
 # The parts of the one allocation start at multiples of 4 KiB (any element type, any vector load).
@@ -60,7 +60,7 @@ class RadixSelect(Driver):
                       out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
                       wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
                       part="select",
-                      warp_aggregate=plan.profile.is_nvidia and plan.profile.is_gpu,
+                      warp_aggregate=warp_aggregate(plan.profile),
                       skip_idle_tiles=plan.profile.is_gpu)
         prg = programs.get(self.template, params)
         uint, ulong, idx = np.uint32, np.uint64, plan.index_np

@@ -91,7 +91,7 @@ class TopkPlan:
     single: bool          # one work-group per row does everything (topk_single, one launch)
     sample: int = 0       # keys sampled per row for the threshold pass (0: no threshold pass)
     sample_rank: int = 0  # the sampled order key of this rank (from 1) is the threshold
-    sample_chunk: int = 0  # candidate slots a group of the threshold pass takes at a time
+    sample_chunk: int = 0  # candidate slots a claimer of the threshold pass takes at a time
 
     @property
     def wg(self):
@@ -191,7 +191,7 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     sample, rank = (0, 0) if one_launch else \
         _threshold_sample(policy, profile, codec.itemsize, row_len, k, cap)
     # the threshold pass's slots are taken by each warp on NVIDIA, by each work-group elsewhere
-    claimers = groups * (policy.wg_size // 32 if profile.is_nvidia and profile.is_gpu else 1)
+    claimers = groups * (policy.wg_size // 32 if warp_aggregate(profile) else 1)
     chunk = _slot_chunk(row_len, claimers, cap, sample, rank) if sample else 0
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
@@ -200,6 +200,12 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=cap,
                     single=one_launch, sample=sample, sample_rank=rank, sample_chunk=chunk)
+
+
+def warp_aggregate(profile):
+    """Whether the selection kernels use NVIDIA's warp primitives (ballots, shuffles): warps merge
+    equal digits into one local add, and each warp of the threshold pass claims its own slots."""
+    return profile.is_nvidia and profile.is_gpu
 
 
 def _threshold_sample(policy, profile, key_bytes, row_len, k, cap):
