@@ -1,28 +1,32 @@
-"""Command line: ``python -m clradix [demo|info|plan|autotune] ...``.
+"""Command line: ``python -m clradix [-v] [demo|info|plan|autotune] ...``.
 
 ``demo`` (the default) sorts random keys, or the keys of a ``.npy`` file, on one device and prints
 the device, the time and a bit-exact comparison with numpy's stable sort. ``info`` lists the devices.
+
+Parsing the command line imports neither numpy nor pyopencl (``--help`` answers at once): each
+command, and each argument type that needs them, imports them when it runs.
 """
 
 import argparse
+import logging
 import math
 import sys
 import time
 
-import numpy as np
-import pyopencl as cl
-import pyopencl.array as cl_array
-
 from . import __version__
-from .device import DeviceProfile, all_devices, can_build, default_device
-from .keys import KEY_DTYPES, SHORT_NAMES, key_codec, parse_dtype
-from .sorter import Sorter
+
+DESCRIPTION = ("Sort, plan and autotune with clradix on OpenCL devices: demo (the default "
+               "command) sorts random keys or a .npy file and checks the result against numpy.")
+EPILOG = ("'python -m clradix COMMAND --help' shows a command's options; options without a "
+          "command go to demo.")
+
 
 class CommandLineError(Exception):
     """A command line that cannot run; main prints the message (no traceback) and exits with 2."""
 
 
 def _pick_device(spec):
+    from .device import all_devices, default_device
     if spec is None:
         try:
             return default_device()
@@ -42,9 +46,12 @@ def _pick_device(spec):
 
 def key_dtype(text):
     """A key dtype from a name such as ``u32`` or ``float32`` (the one parser of every command)."""
+    from .keys import _BFLOAT16_NAMES, KEY_DTYPES, SHORT_NAMES, parse_dtype
     try:
         return parse_dtype(text)
-    except TypeError:
+    except TypeError as exc:
+        if SHORT_NAMES.get(text.strip(), text.strip()) in _BFLOAT16_NAMES:
+            raise argparse.ArgumentTypeError(str(exc)) from None   # what to install
         raise argparse.ArgumentTypeError(
             f"unsupported key dtype {text.strip()!r}: expected one of "
             f"{', '.join(str(d) for d in KEY_DTYPES)} (or {', '.join(SHORT_NAMES)})") from None
@@ -115,6 +122,8 @@ _NPY_MAGIC = b"\x93NUMPY"
 def keys_file(path):
     """The keys of a ``.npy`` file: a 1-D array of a key dtype, in native byte order (big-endian
     keys are converted)."""
+    import numpy as np
+    from .keys import KEY_DTYPES
     try:
         with open(path, "rb") as f:
             magic = f.read(len(_NPY_MAGIC))
@@ -149,11 +158,14 @@ def keys_file(path):
 
 def random_keys(rng, dtype, n):
     """Uniformly random bits of ``dtype`` (floats include NaN, inf, zeros and subnormals)."""
+    import numpy as np
     d = np.dtype(dtype)
     return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
 
 
 def _reference(keys, descending):
+    import numpy as np
+    from .keys import KEY_DTYPES, key_codec
     if not descending and keys.dtype in KEY_DTYPES:
         return np.sort(keys, kind="stable")
     # descending, or bfloat16 (whose numpy sort does not put NaN last): the order key's order
@@ -162,6 +174,12 @@ def _reference(keys, descending):
 
 
 def cmd_demo(args):
+    import numpy as np
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+    from .device import DeviceProfile
+    from .keys import key_codec
+    from .sorter import Sorter
     dev = _pick_device(args.device)
     if args.file is not None:
         keys = args.file
@@ -206,6 +224,7 @@ def cmd_demo(args):
 
 
 def cmd_info(args):
+    from .device import DeviceProfile, all_devices, can_build, default_device
     devices = all_devices()
     if not devices:
         print("no OpenCL platforms found")
@@ -225,12 +244,16 @@ def cmd_info(args):
 
 
 def _devices(spec):
+    from .device import all_devices, can_build
     if spec:
         return [_pick_device(spec)]
     return [d for d in all_devices() if can_build(d)]
 
 
 def cmd_plan(args):
+    import pyopencl as cl
+    from .device import DeviceProfile
+    from .sorter import Sorter
     from .tuning import tuned_table
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)
@@ -250,6 +273,7 @@ def cmd_plan(args):
 def cmd_autotune(args):
     import json
     from .autotune import autotune, report
+    from .device import DeviceProfile
     from .tuning import cache_path, save
     everything = []
     for dev in _devices(args.device):
@@ -268,13 +292,27 @@ def cmd_autotune(args):
     return 0
 
 
-def main(argv=None):
-    """Run the command line ``argv`` (default: sys.argv[1:]); return the exit status. A command line
-    that cannot run prints one message on stderr and exits with 2 (SystemExit, as argparse does)."""
-    ap = argparse.ArgumentParser(prog="python -m clradix", description=__doc__.split("\n")[0])
+COMMANDS = ("demo", "info", "plan", "autotune")
+
+
+def build_parser():
+    """(the argument parser, {command: its subparser}). Plain-text help; building it, and
+    parsing ``--help``, imports nothing heavy (the argument types import what they need)."""
+    ap = argparse.ArgumentParser(prog="python -m clradix", description=DESCRIPTION, epilog=EPILOG)
+    verbose_help = "log each kernel build (template, parameters, device, seconds) on stderr"
+    ap.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+    # the same option after the command; SUPPRESS: left out there, it keeps the value given before
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help=verbose_help)
     sub = ap.add_subparsers(dest="cmd")
     dtype_help = "key dtype: uint8 ... float64, or u8 ... f64"
-    demo = sub.add_parser("demo", help="sort random keys or a .npy file and check against numpy")
+
+    def command(name, what):
+        return sub.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".",
+                              parents=[common])
+
+    demo = command("demo", "sort random keys or a .npy file and check against numpy")
     demo.add_argument("--n", type=non_negative, default=1 << 22,
                       help="number of random keys (2^22)")
     demo.add_argument("--dtype", type=key_dtype, default="uint32", help=f"{dtype_help} (uint32)")
@@ -285,12 +323,12 @@ def main(argv=None):
     demo.add_argument("--repeat", type=non_negative, default=5,
                       help="timed runs after one warm-up (5)")
     demo.add_argument("--seed", type=non_negative, default=0)
-    info = sub.add_parser("info", help="list OpenCL devices and which one clradix uses by default")
-    plan = sub.add_parser("plan", help="print the policy the planner picks per device and size")
+    info = command("info", "list OpenCL devices and which one clradix uses by default")
+    plan = command("plan", "print the policy the planner picks per device and size")
     plan.add_argument("--device")
     plan.add_argument("--dtypes", type=key_dtypes, default="uint32,float32,uint64",
                       help="comma-separated key dtypes (uint32,float32,uint64)")
-    tune = sub.add_parser("autotune", help="time candidate policies and remember the fastest")
+    tune = command("autotune", "time candidate policies and remember the fastest")
     tune.add_argument("--device")
     tune.add_argument("--dtypes", type=key_dtypes, default="uint32,float32",
                       help="comma-separated key dtypes (uint32,float32)")
@@ -302,16 +340,49 @@ def main(argv=None):
                       help="more pairs for short sorts: as many as fit in this many seconds "
                            "of the default's time (0.25)")
     tune.add_argument("--json", help="also write every timing here")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        argv = ["demo"] + argv  # demo is the default command
+    return ap, {"demo": demo, "info": info, "plan": plan, "autotune": tune}
+
+
+def _with_command(argv):
+    """``argv`` with ``demo`` (the default command) inserted after the leading -v / --verbose when
+    nothing, or an option other than -h / --help, follows them."""
+    at = 0
+    while at < len(argv) and argv[at] in ("-v", "--verbose"):
+        at += 1
+    if at == len(argv) or (argv[at].startswith("-") and argv[at] not in ("-h", "--help")):
+        return argv[:at] + ["demo"] + argv[at:]
+    return argv
+
+
+_stderr_handler = None
+
+
+def _log_to_stderr():
+    """Show clradix's INFO records (the kernel builds) on the current stderr; other loggers are
+    left as they are. Called again, it replaces its handler rather than adding one."""
+    global _stderr_handler
+    logger = logging.getLogger("clradix")
+    if _stderr_handler is not None:
+        logger.removeHandler(_stderr_handler)
+    _stderr_handler = logging.StreamHandler(sys.stderr)
+    _stderr_handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logger.addHandler(_stderr_handler)
+    logger.setLevel(logging.INFO)
+
+
+def main(argv=None):
+    """Run the command line ``argv`` (default: sys.argv[1:]); return the exit status. A command line
+    that cannot run prints one message on stderr and exits with 2 (SystemExit, as argparse does)."""
+    ap, parsers = build_parser()
+    argv = _with_command(list(sys.argv[1:] if argv is None else argv))
     args = ap.parse_args(argv)
-    parser = {"demo": demo, "info": info, "plan": plan, "autotune": tune}[args.cmd]
+    if args.verbose:
+        _log_to_stderr()
     try:
         return {"demo": cmd_demo, "info": cmd_info, "plan": cmd_plan,
                 "autotune": cmd_autotune}[args.cmd](args)
     except CommandLineError as exc:
-        parser.error(str(exc))
+        parsers[args.cmd].error(str(exc))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 """numpy-like conveniences on pyopencl arrays: ``clradix.sort``, ``clradix.argsort`` and
 ``clradix.topk``, with one shared Sorter and Selector per context. 1-D arrays, and each row of a
 C-contiguous 2-D array (the last axis only; sort and argsort through clradix.segmented); numpy
-arrays are copied to the default device (``default_queue``) and the results copied back."""
+arrays are copied to the default device (``default_queue``) and the results copied back.
+
+The signatures follow numpy's and torch's where they meet: ``kind`` (numpy) and ``stable``
+(torch) are accepted, and every value of either gives the stable order, which is the only one a
+radix sort produces. The overloads state the types: numpy in, numpy out; a pyopencl Array in, a
+pyopencl Array out."""
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple, Union, cast, overload
 
 import numpy as np
 import pyopencl as cl
@@ -21,7 +26,10 @@ from .selector import Selector
 from .sizes import output_index_dtype
 from .sorter import Sorter
 
-_sorters = weakref.WeakKeyDictionary()
+#: numpy's sort kinds; clradix gives the stable order for each
+SORT_KINDS = ("quicksort", "mergesort", "heapsort", "stable")
+
+_sorters: weakref.WeakKeyDictionary[cl.Context, Sorter] = weakref.WeakKeyDictionary()
 _sorters_lock = threading.Lock()
 
 
@@ -56,6 +64,12 @@ def _check_array(array, queue, axis=-1):
     return queue
 
 
+def _context(array) -> cl.Context:
+    """The Context object ``array`` holds: the shared Sorter and Selector are kept per context
+    object (weakly), and the caller's object lives as long as its arrays."""
+    return array.context
+
+
 def _check_axis(array, axis, what):
     if array.ndim not in (1, 2):
         raise ValueError(f"expected a 1-D or 2-D array, got shape {array.shape}")
@@ -66,7 +80,7 @@ def _check_axis(array, axis, what):
                          f"for another axis pass a transposed contiguous copy")
 
 
-_default = []
+_default: List[Tuple[cl.CommandQueue, cl.Context]] = []
 _default_lock = threading.Lock()
 
 
@@ -78,8 +92,8 @@ def default_queue() -> cl.CommandQueue:
             # the context is kept beside its queue: Intel's CPU runtime frees a context whose
             # last handle is released although a queue still holds it
             ctx = cl.Context([default_device()])
-            _default.extend((cl.CommandQueue(ctx), ctx))
-        return _default[0]
+            _default.append((cl.CommandQueue(ctx), ctx))
+        return _default[0][0]
 
 
 def _from_numpy(array, queue):
@@ -90,17 +104,47 @@ def _from_numpy(array, queue):
     return cl_array.to_device(queue or default_queue(), host)
 
 
-def sort(array, axis: int = -1, descending: bool = False, *,
-         queue: Optional[cl.CommandQueue] = None):
+def _check_kind(kind, stable):
+    """Refuse a ``kind`` numpy does not know and a ``stable`` that is not a bool; every accepted
+    value gives the stable order (the radix sort's only one), so nothing else depends on them."""
+    if kind is not None and not (isinstance(kind, str) and kind in SORT_KINDS):
+        raise ValueError(f"kind={kind!r}: expected None or one of "
+                         f"{', '.join(repr(k) for k in SORT_KINDS)}")
+    if stable is not None and not isinstance(stable, (bool, np.bool_)):
+        raise TypeError(f"stable must be a bool or None, got {type(stable).__name__}")
+
+
+@overload
+def sort(array: np.ndarray, axis: int = -1, descending: bool = False, *,
+         kind: Optional[str] = None, stable: Optional[bool] = None,
+         queue: Optional[cl.CommandQueue] = None) -> np.ndarray: ...
+
+
+@overload
+def sort(array: cl_array.Array, axis: int = -1, descending: bool = False, *,
+         kind: Optional[str] = None, stable: Optional[bool] = None,
+         queue: Optional[cl.CommandQueue] = None) -> cl_array.Array: ...
+
+
+def sort(array: Union[np.ndarray, cl_array.Array], axis: int = -1, descending: bool = False, *,
+         kind: Optional[str] = None, stable: Optional[bool] = None,
+         queue: Optional[cl.CommandQueue] = None) -> Union[np.ndarray, cl_array.Array]:
     """A sorted copy of ``array`` (stable; numpy's NaN and -0.0 rules): a 1-D pyopencl Array, or
     each row of a C-contiguous 2-D one (``axis`` -1 or 1 only). A numpy array is copied to the
     device (``queue``'s, else the default device's), sorted there, and copied back: the result is
-    a numpy array."""
+    a numpy array.
+
+    ``kind`` (numpy's: None, "quicksort", "mergesort", "heapsort" or "stable"; another value is a
+    ValueError) and ``stable`` (torch's: None, True or False) are accepted for code written for
+    numpy or torch. Every clradix sort is stable, so each of them gives the stable order,
+    ``stable=False`` included (it allows any order of equal keys, and the stable one is one).
+    """
+    _check_kind(kind, stable)
     if isinstance(array, np.ndarray):
         return sort(_from_numpy(array, queue), axis, descending).get()
     queue = _check_array(array, queue, axis)
     out = array.copy(queue=queue)
-    sorter = sorter_for(array.context)
+    sorter = sorter_for(_context(array))
     if array.ndim == 2:
         flat = out.reshape(-1)
         keys = operand(flat, array.context, "array")
@@ -113,16 +157,36 @@ def sort(array, axis: int = -1, descending: bool = False, *,
     return out
 
 
-def argsort(array, axis: int = -1, descending: bool = False, *,
-            queue: Optional[cl.CommandQueue] = None):
+@overload
+def argsort(array: np.ndarray, axis: int = -1, descending: bool = False, *,
+            kind: Optional[str] = None, stable: Optional[bool] = None,
+            queue: Optional[cl.CommandQueue] = None) -> np.ndarray: ...
+
+
+@overload
+def argsort(array: cl_array.Array, axis: int = -1, descending: bool = False, *,
+            kind: Optional[str] = None, stable: Optional[bool] = None,
+            queue: Optional[cl.CommandQueue] = None) -> cl_array.Array: ...
+
+
+def argsort(array: Union[np.ndarray, cl_array.Array], axis: int = -1, descending: bool = False,
+            *, kind: Optional[str] = None, stable: Optional[bool] = None,
+            queue: Optional[cl.CommandQueue] = None) -> Union[np.ndarray, cl_array.Array]:
     """Indices that sort ``array`` stably: a 1-D pyopencl Array (uint32, or uint64 from 2**32
     keys), or each row of a C-contiguous 2-D one (positions within the row, uint32 below 2**32
     keys in all). A numpy array is copied to the device (``queue``'s, else the default device's)
-    and the indices are copied back: the result is a numpy array."""
+    and the indices are copied back: the result is a numpy array.
+
+    ``kind`` (numpy's: None, "quicksort", "mergesort", "heapsort" or "stable"; another value is a
+    ValueError) and ``stable`` (torch's: None, True or False) are accepted for code written for
+    numpy or torch. Every clradix argsort is stable, so each of them gives the stable order
+    (equal keys in increasing position), ``stable=False`` included.
+    """
+    _check_kind(kind, stable)
     if isinstance(array, np.ndarray):
         return argsort(_from_numpy(array, queue), axis, descending).get()
     queue = _check_array(array, queue, axis)
-    sorter = sorter_for(array.context)
+    sorter = sorter_for(_context(array))
     if array.ndim == 2:
         rows, row_len = array.shape
         flat = array.reshape(-1)
@@ -135,11 +199,11 @@ def argsort(array, axis: int = -1, descending: bool = False, *,
         attach_event(array, evt, list(array.events))
         attach_event(idx, evt)
         return idx
-    idx, _ = sorter.argsort(queue, array, descending=descending)
-    return idx
+    indices, _ = sorter.argsort(queue, array, descending=descending)
+    return cast(cl_array.Array, indices)   # a new Array: no out= was given
 
 
-_selectors = weakref.WeakKeyDictionary()
+_selectors: weakref.WeakKeyDictionary[cl.Context, Selector] = weakref.WeakKeyDictionary()
 
 
 def selector_for(context: cl.Context) -> Selector:
@@ -152,16 +216,29 @@ def selector_for(context: cl.Context) -> Selector:
         return s
 
 
-def topk(array, k: int, *, largest: bool = True, sorted: bool = True,
+@overload
+def topk(array: np.ndarray, k: int, *, largest: bool = True, sorted: bool = True,
          axis: int = -1, queue: Optional[cl.CommandQueue] = None
-         ) -> Tuple[cl_array.Array, cl_array.Array]:
+         ) -> Tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def topk(array: cl_array.Array, k: int, *, largest: bool = True, sorted: bool = True,
+         axis: int = -1, queue: Optional[cl.CommandQueue] = None
+         ) -> Tuple[cl_array.Array, cl_array.Array]: ...
+
+
+def topk(array: Union[np.ndarray, cl_array.Array], k: int, *, largest: bool = True,
+         sorted: bool = True, axis: int = -1, queue: Optional[cl.CommandQueue] = None
+         ) -> Union[Tuple[np.ndarray, np.ndarray], Tuple[cl_array.Array, cl_array.Array]]:
     """``(values, indices)``: the k largest (or smallest) entries of a 1-D pyopencl Array, or of
     each row of a 2-D one, and their positions along the last axis.
 
-    Ties go to the smaller position; NaN counts as the largest value. ``sorted=True`` orders the
-    results (largest first for ``largest=True``, ties by position). Indices are uint32 (uint64
-    for rows of 2**32 entries or more). A numpy array is copied to the device (``queue``'s,
-    else the default device's) and both results are copied back as numpy arrays.
+    Ties go to the smaller position; NaN counts as the largest value; bool keys have False
+    below True. ``sorted=True`` orders the results (largest first for ``largest=True``, ties by
+    position). Indices are uint32 (uint64 for rows of 2**32 entries or more). A numpy array is
+    copied to the device (``queue``'s, else the default device's) and both results are copied
+    back as numpy arrays.
     """
     if isinstance(array, np.ndarray):
         values, indices = topk(_from_numpy(array, queue), k, largest=largest, sorted=sorted,
@@ -172,6 +249,8 @@ def topk(array, k: int, *, largest: bool = True, sorted: bool = True,
                         f"{type(array).__name__}")
     _check_axis(array, axis, "top-k")
     queue = queue or array.queue
-    values, indices, _ = selector_for(array.context).topk(queue, array, k, largest=largest,
-                                                           sorted=sorted)
+    if queue is None:
+        raise ValueError("the array has no queue (it was made with queue=None): pass queue=")
+    values, indices, _ = selector_for(_context(array)).topk(queue, array, k, largest=largest,
+                                                            sorted=sorted)
     return values, indices

@@ -2,6 +2,7 @@
 
 import threading
 from dataclasses import dataclass
+from typing import Dict
 
 import pyopencl as cl
 
@@ -90,7 +91,7 @@ class Profiles:
 
 
 _PROBE_SRC = "__kernel void clradix_probe(__global uint* a) { a[get_global_id(0)] = 1u; }"
-_probe_results = {}
+_probe_results: Dict[int, bool] = {}
 
 
 def can_build(device):

@@ -46,8 +46,8 @@ class DigitPasses(Driver):
     ``sequence`` and ``temp_bytes``. ``arg_types`` types each kernel's arguments (None: a buffer).
     """
 
-    template = None
-    kernel_names = ()
+    template: Optional[str] = None   # the .cl.mako file
+    kernel_names: Tuple[str, ...] = ()
 
     def __init__(self, programs, device, profile, policy, codec, value_t, index_name, index_np):
         self.device = device

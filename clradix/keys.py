@@ -8,7 +8,12 @@ integer of the same width whose unsigned order is the order numpy's stable sort 
 - IEEE floats (and bfloat16, with the optional ml_dtypes package): positive values get the sign
   bit set, negative values have all bits inverted, every NaN (any sign, any payload) becomes all
   ones (after +inf), and -0.0 becomes +0.0, so the two zeros compare equal and keep their input
-  order.
+  order;
+- bool: its byte, as uint8 (False < True, numpy's and torch's order). A bool array holding a byte
+  other than 0 and 1 (made through a view) sorts by that byte.
+
+``KEY_DTYPES`` lists numpy's numeric key types; bool (always) and bfloat16 (with ml_dtypes) are
+key types beside them, which ``key_codec`` accepts.
 
 The float map is not injective (NaNs and the two zeros collapse), so clradix never stores order keys:
 keys travel through the sort in their own bits and the order key is computed in registers each time
@@ -22,6 +27,8 @@ This module is the single place that knows about key types. The OpenCL side of t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Dict, Optional
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -39,7 +46,7 @@ class KeyCodec:
     """Everything the kernels and the host need to know about one key dtype."""
 
     dtype: np.dtype
-    kind: str  # "uint", "int" or "float"
+    kind: str  # "uint" (and bool), "int" or "float"
     bits: int
     inf_bits: int = 0  # floats: the bit pattern of +inf (any larger magnitude is a NaN)
 
@@ -91,7 +98,7 @@ class KeyCodec:
         return u
 
 
-_CODECS = {}
+_CODECS: Dict[np.dtype, KeyCodec] = {}
 for _dt, _kind in [
     (np.uint8, "uint"), (np.uint16, "uint"), (np.uint32, "uint"), (np.uint64, "uint"),
     (np.int8, "int"), (np.int16, "int"), (np.int32, "int"), (np.int64, "int"),
@@ -103,14 +110,44 @@ for _dt, _kind in [
 
 KEY_DTYPES = tuple(_CODECS)
 
+# bool keys are their bytes (uint8's order; not in KEY_DTYPES, which lists numpy's numeric types)
+_CODECS[np.dtype(np.bool_)] = KeyCodec(np.dtype(np.bool_), "uint", 8)
+
+_ml_dtypes: Optional[ModuleType]
 try:  # bfloat16 keys where the optional ml_dtypes package provides the dtype (not in KEY_DTYPES,
     # which lists numpy's own types)
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
-if _ml_dtypes is not None:
-    _d = np.dtype(_ml_dtypes.bfloat16)
-    _CODECS[_d] = KeyCodec(_d, "float", 16, _BFLOAT16_INF_BITS)
+
+_BFLOAT16_CODEC = None if _ml_dtypes is None else \
+    KeyCodec(np.dtype(_ml_dtypes.bfloat16), "float", 16, _BFLOAT16_INF_BITS)
+_BFLOAT16_NAMES = ("bfloat16", "bf16")
+_BFLOAT16_MISSING = ("bfloat16 keys need the ml_dtypes package, which is not installed: "
+                     "pip install 'clradix[bfloat16]' (or pip install ml_dtypes)")
+
+
+def _bfloat16_codec():
+    """The bfloat16 codec, or None without the ml_dtypes package (whose absence is read at each
+    call: bfloat16 is not in the table of the other key types)."""
+    return None if _ml_dtypes is None else _BFLOAT16_CODEC
+
+
+def _names_bfloat16(dtype):
+    """Whether ``dtype`` (a name, a type or a dtype) is called bfloat16."""
+    name = dtype if isinstance(dtype, str) else (getattr(dtype, "name", None)
+                                                 or getattr(dtype, "__name__", None))
+    return isinstance(name, str) and name.strip() in _BFLOAT16_NAMES
+
+
+def _supported():
+    """The key types, as the refusals list them."""
+    names = ", ".join(str(k) for k in KEY_DTYPES)
+    if _ml_dtypes is None:
+        return (f"{names} or bool (bfloat16 too with the ml_dtypes package: "
+                f"pip install 'clradix[bfloat16]')")
+    return f"{names}, bool or bfloat16"
+
 
 # Values are moved as opaque bytes: one OpenCL type per width.
 VALUE_CL_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "uint4"}
@@ -123,27 +160,47 @@ SHORT_NAMES = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
 
 
 def parse_dtype(name):
-    """A numpy dtype from a name such as ``u32`` or ``float32``."""
+    """A key dtype from a name such as ``u32``, ``float32`` or ``bf16``: one of KEY_DTYPES, or
+    bfloat16. Names typed on a command line, where keys are made of random bits: bool (whose
+    only bytes are 0 and 1) is not one of them."""
     name = str(name).strip()
     name = SHORT_NAMES.get(name, name)
-    if name == "bfloat16" and _ml_dtypes is not None:
-        return key_codec(_ml_dtypes.bfloat16).dtype
-    return key_codec(name).dtype
+    if name in _BFLOAT16_NAMES:
+        codec = _bfloat16_codec()
+        if codec is None:
+            raise TypeError(f"unsupported key dtype {name!r}: {_BFLOAT16_MISSING}")
+        return codec.dtype
+    d = key_codec(name).dtype
+    if d not in KEY_DTYPES:
+        raise TypeError(f"unsupported key dtype {name!r} here: expected one of "
+                        f"{', '.join(str(k) for k in KEY_DTYPES)} or bfloat16")
+    return d
 
 
 def key_codec(dtype: DTypeLike) -> KeyCodec:
-    """The codec of ``dtype``; TypeError naming the dtype when it is not a supported key type."""
+    """The codec of ``dtype``; TypeError naming the dtype when it is not a supported key type
+    (and, for bfloat16 without the ml_dtypes package, what to install)."""
     try:
         d = np.dtype(dtype)
     except TypeError:
+        if _names_bfloat16(dtype):   # a name numpy knows only once ml_dtypes is imported
+            codec = _bfloat16_codec()
+            if codec is not None:
+                return codec
+            raise TypeError(f"unsupported key dtype {dtype!r}: {_BFLOAT16_MISSING}") from None
         raise TypeError(f"unsupported key dtype {dtype!r}: expected one of "
-                        f"{', '.join(str(k) for k in KEY_DTYPES)}") from None
-    try:
-        return _CODECS[d]
-    except KeyError:
-        raise TypeError(f"unsupported key dtype {d} (byte order {d.byteorder!r}): expected one of "
-                        f"{', '.join(str(k) for k in KEY_DTYPES)} in native byte order (or "
-                        f"bfloat16 with the ml_dtypes package)") from None
+                        f"{_supported()}") from None
+    codec = _CODECS.get(d)
+    if codec is not None:
+        return codec
+    if d.name == "bfloat16" and d.isnative:
+        codec = _bfloat16_codec()
+        if codec is not None and codec.dtype == d:
+            return codec
+        if codec is None:
+            raise TypeError(f"unsupported key dtype {d}: {_BFLOAT16_MISSING}")
+    raise TypeError(f"unsupported key dtype {d} (byte order {d.byteorder!r}): expected one of "
+                    f"{_supported()}, in native byte order")
 
 
 def value_cl_type(dtype):

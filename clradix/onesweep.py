@@ -10,6 +10,8 @@ beyond the histogram's.
 
 import re
 
+from typing import Tuple
+
 import numpy as np
 
 from .digit_passes import DigitPasses
@@ -23,7 +25,7 @@ PORTION = ONESWEEP_PORTION
 
 class Onesweep(DigitPasses):
     template = "onesweep.cl.mako"
-    kernel_names = ("os_histogram", "os_bins", "os_pass")
+    kernel_names: Tuple[str, ...] = ("os_histogram", "os_bins", "os_pass")
 
     def template_params(self, pol):
         return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,

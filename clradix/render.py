@@ -7,13 +7,17 @@ context shared by every Sorter and Selector of it (``programs_for``); pyopencl's
 disk keeps the compiled code between processes.
 """
 
+import logging
 import threading
+import time
 import weakref
 from pathlib import Path
 
 import pyopencl as cl
 from mako import exceptions as mako_exceptions
 from mako.lookup import TemplateLookup
+
+from . import runtime_faults
 
 
 class TemplateRenderError(RuntimeError):
@@ -83,22 +87,37 @@ class ProgramCache:
             return prg
 
     def _build(self, template_name, params, options):
+        start = time.perf_counter()
         source = render(template_name, **params)
         try:
-            return cl.Program(self.context, source).build(options=list(options))
-        except cl.RuntimeError as exc:
+            if runtime_faults.needs_isolation(self.context):
+                device = self.context.devices[0]  # one platform, hence one CPU device
+                binary = runtime_faults.build_isolated(device, source, list(options))
+                program = runtime_faults.load_binary(self.context, device, binary, options)
+            else:
+                program = cl.Program(self.context, source).build(options=list(options))
+        except (cl.RuntimeError, runtime_faults.IsolatedBuildError) as exc:
             devices = ", ".join(f"{d.name} ({d.platform.name}, driver {d.driver_version})"
                                 for d in self.context.devices)
             raise KernelBuildError(
                 f"building {template_name} failed on {devices} with {_fmt_params(params)}:\n"
                 f"{exc}") from exc
+        # a first call of a configuration can spend seconds here (a CPU compiler, no disk cache):
+        # say what was built, where, and for how long (python -m clradix -v shows it)
+        log = logging.getLogger(__name__)
+        if log.isEnabledFor(logging.INFO):
+            log.info("built %s (%s%s) on %s in %.3f s", template_name, _fmt_params(params),
+                     f"; options {' '.join(options)}" if options else "",
+                     ", ".join(d.name.strip() for d in self.context.devices),
+                     time.perf_counter() - start)
+        return program
 
     def clear(self):
         with self._lock:
             self._programs.clear()
 
 
-_caches = weakref.WeakKeyDictionary()
+_caches: "weakref.WeakKeyDictionary[cl.Context, ProgramCache]" = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
 
 

@@ -7,7 +7,7 @@ nothing waits on the host. The returned event is the only synchronisation point.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyopencl as cl
@@ -73,7 +73,9 @@ class Sorter:
         self._lock = threading.RLock()
         self._pools = QueuePools()
         # call configuration -> (planner generation, driver, its ready launch sequence)
-        self._ready = {}
+        self._ready: Dict[tuple, tuple] = {}
+        #: the segmented sorts' planner, made on first use (clradix.segmented.planner_of)
+        self._segmented: Optional[segmented.SegmentedPlanner] = None
         self._queue_checked = (_NO_QUEUE, False, None, 0)
 
     # ------------------------------------------------------------------ public API
@@ -213,7 +215,7 @@ class Sorter:
         use."""
         with self._lock:
             self.planner.clear()
-            if getattr(self, "_segmented", None) is not None:
+            if self._segmented is not None:
                 self._segmented.clear()
             self._ready.clear()
             self._programs.clear()

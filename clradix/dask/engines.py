@@ -22,7 +22,7 @@ from ..keys import key_codec
 from ..sizes import output_index_dtype
 from . import devices
 
-_times = collections.Counter()
+_times: collections.Counter[str] = collections.Counter()
 _times_lock = threading.Lock()
 
 
@@ -137,14 +137,14 @@ class DeviceEngine:
             v, i, evt = dev.selector.topk(q, d, k, largest=largest, sorted=ranked)
             evt.wait()
         with _phase("download"):
-            i = i.get(q)
-            v = v.get(q) if ranked else None
+            pos = i.get(q)
+            values = v.get(q) if ranked else None
         with _phase("host"):
-            i = i.astype(np.int64).reshape(rows, k)
-            if ranked:
-                return v.reshape(rows, k), i
-            i.sort(axis=-1)
-            return np.take_along_axis(a, i, -1), i
+            pos = pos.astype(np.int64).reshape(rows, k)
+            if values is not None:   # ranked
+                return values.reshape(rows, k), pos
+            pos.sort(axis=-1)
+            return np.take_along_axis(a, pos, -1), pos
 
 
 class NumpyEngine:
