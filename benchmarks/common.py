@@ -17,7 +17,7 @@ import numpy as np
 import pyopencl as cl
 
 import clradix
-from clradix.device import DeviceProfile, all_devices, can_build
+from clradix.core.device import DeviceProfile, all_devices, can_build
 
 from . import impls, report
 

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from clradix.device import all_devices
+from clradix.core.device import all_devices
 
 from . import common, timing
 
@@ -216,7 +216,7 @@ def run_topk(out, client, where, workers, args, engines):
 
 
 def _topk_reference(x, k):
-    from clradix.keys import key_codec
+    from clradix.core.keys import key_codec
     okey = ~key_codec(x.dtype).order_key(x)
     order = np.argsort(okey, kind="stable")[:k]
     return x[order], order.astype(np.int64)
@@ -258,7 +258,7 @@ def main(args):
 def _device_index():
     """(on a worker) its device's index in all_devices(): the same list on the client's machine"""
     import clradix.dask as crd
-    from clradix.device import all_devices
+    from clradix.core.device import all_devices
     return [d.int_ptr for d in all_devices()].index(crd.current().device.int_ptr)
 
 

@@ -20,9 +20,9 @@ import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
 import clradix
-from clradix.device import DeviceProfile
-from clradix.keys import parse_dtype
-from clradix.policy import ranking_backends
+from clradix.core.device import DeviceProfile
+from clradix.core.keys import parse_dtype
+from clradix.policies.sort import ranking_backends
 
 from . import common, impls, timing
 
@@ -219,10 +219,10 @@ class GpuRun:
     def ptxinfo(self, label, kwargs):
         """Registers, spills and stack of os_pass for this policy (ptxas's report): the program
         the Sorter builds for 2^log2n uint32 keys, rebuilt from the same source and options."""
-        from clradix.keys import key_codec
-        from clradix.render import render
+        from clradix.core.keys import key_codec
+        from clradix.core.render import render
         sorter = clradix.Sorter(self.ctx, **kwargs)
-        algo = sorter.planner.prepare(self.dev, key_codec(np.uint32), 0, self.n)
+        algo = sorter.planner.sort_driver(self.dev, key_codec(np.uint32), 0, self.n)
         prg = cl.Program(self.ctx, render(algo.template, **algo.render_params)).build(
             options=algo.build_opts + ["-cl-nv-verbose"])
         text = prg.get_build_info(self.dev, cl.program_build_info.LOG)

@@ -33,9 +33,10 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
-from clradix.device import DeviceProfile
-from clradix.keys import key_codec
-from clradix.policy import PolicyError, validate
+from clradix.core.device import DeviceProfile
+from clradix.core.keys import key_codec
+from clradix.core.errors import PolicyError
+from clradix.policies.sort import validate
 
 from . import common, impls, report
 

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from clradix.keys import KEY_DTYPES, parse_dtype
+from clradix.core.keys import KEY_DTYPES, parse_dtype
 
 from . import common, impls, report
 

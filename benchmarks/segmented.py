@@ -16,8 +16,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
-from clradix import segmented
-from clradix.arguments import operand
+from clradix.dispatch import segments as segmented
+from clradix.core.arguments import operand
 
 from . import common, timing
 
@@ -108,7 +108,7 @@ def time_plain(q, sorter, x, repeat):
 def trace(out, q, sorter, call):
     """One more run of ``call`` (after its timed runs) with every segmented driver of
     ``sorter`` tracing its commands: their device times."""
-    drivers = list(segmented.planner_of(sorter)._drivers.values())
+    drivers = [d for d in sorter.planner.drivers.values() if hasattr(d, "segments_per_group")]
     for d in drivers:
         d.trace = []
     call().wait()
@@ -194,7 +194,7 @@ def main(args):
         variants(args, out, q, where, rng)
         return out.finish()
     sorter = clradix.Sorter(q.context)
-    tile = segmented.planner_of(sorter).plan(dev, clradix.key_codec(np.float32), 4)[1]
+    tile = sorter.planner.plan_segments(dev, clradix.key_codec(np.float32), 4)[1]
     out.log(f"segmented policy for float32 keys: {tile}")
 
     for rows, row_len in row_cases(args.quick):

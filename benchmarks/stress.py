@@ -49,9 +49,9 @@ def child(device_index, seed):
     import pyopencl.array as cl_array
 
     import clradix
-    from clradix.device import DeviceProfile
-    from clradix.keys import key_codec
-    from clradix.policy import ranking_backends
+    from clradix.core.device import DeviceProfile
+    from clradix.core.keys import key_codec
+    from clradix.policies.sort import ranking_backends
 
     dev, _ = common.select_device([str(device_index)])
     ctx = cl.Context([dev])

@@ -23,9 +23,10 @@ import numpy as np
 import pyopencl.array as cl_array
 
 import clradix
-from clradix.topk_policy import DIGIT_BITS
+from clradix.policies.topk import DIGIT_BITS
 
 from . import common, timing
+from .impls import topk_reference as reference
 
 
 def add_arguments(ap):
@@ -75,28 +76,6 @@ def make(rng, shape, kind):
     # positive floats sharing their top 20 bits: only the low 12 bits differ
     bits = np.uint32(0x3F912 << 12) | rng.integers(0, 1 << 12, n, dtype=np.uint32)
     return bits.view(np.float32).reshape(shape)
-
-
-def reference(x, k, largest=True):
-    """numpy: indices of the k largest per row, ties by position (a stable argsort for short
-    rows; argpartition + stable sort of the selection for long ones)."""
-    x2 = x.reshape(-1, x.shape[-1])
-    okey = clradix.key_codec(x.dtype).order_key(x2.ravel()).reshape(x2.shape)
-    if largest:
-        okey = ~okey
-    if x2.shape[1] <= 1 << 16:
-        return np.argsort(okey, axis=-1, kind="stable")[:, :k]
-    part = np.argpartition(okey, k - 1, axis=-1)[:, :k] if k < x2.shape[1] else \
-        np.tile(np.arange(x2.shape[1]), (x2.shape[0], 1))
-    # the k-th pair is unique only with positions: fix ties at the boundary exactly
-    kth = np.take_along_axis(okey, part, -1).max(axis=-1, keepdims=True)
-    out = []
-    for r in range(x2.shape[0]):
-        less = np.flatnonzero(okey[r] < kth[r])
-        eq = np.flatnonzero(okey[r] == kth[r])[:k - less.size]
-        sel = np.concatenate([less, eq])
-        out.append(sel[np.lexsort((sel, okey[r][sel]))])
-    return np.array(out)
 
 
 def model_reads(x, k, cap, key_bits=32, largest=True, sample=0, rank=0):
@@ -260,8 +239,8 @@ def main(args):
                 t = time_clradix(q, sel, a, k, sorted_, args.repeat)
                 v, i = (o.get() for o in t.out)
                 t.out = None
-                plan = sel.planner.plan(dev, clradix.key_codec(x.dtype),
-                                        *((1,) + shape)[-2:], k, sorted_)
+                plan = sel.planner.plan_topk(dev, clradix.key_codec(x.dtype),
+                                             *((1,) + shape)[-2:], k, sorted_)
                 extra = dict(figure=figure, one_read_ms=floor,
                              x_read=t.median_device_ms / floor,
                              path="single" if plan.single else f"passes ({plan.route}"

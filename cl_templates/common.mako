@@ -171,19 +171,7 @@ inline void sg_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 /* the lanes whose d equals this lane's, from one vote.ballot per bit of d (CUB's util_ptx.cuh notes
    that match.any.sync is slower when matching few bits; H100, onesweep 2^28 uint32 keys, 256 x 16:
    11.15 ms against 11.85 ms with match.any.sync, 256 x 20: 10.34 against 13.20 ms) */
-inline uint sg_match(uint d, __local uint* scratch)
-{
-    uint m = 0xffffffffu;
-% for b in range(match_bits):
-    {
-        uint bal;
-        asm("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
-            : "=r"(bal) : "r"(d & ${1 << b}u));
-        m &= (d & ${1 << b}u) ? bal : ~bal;
-    }
-% endfor
-    return m;
-}
+${ballot_match_fn("sg_match", match_bits)}
 /* (this back-end only) lane src's v, for every lane */
 inline uint sg_shuffle(uint v, uint src)
 {
@@ -236,6 +224,106 @@ inline uint sg_match(uint d, __local uint* scratch)
     return m;
 }
 % endif
+</%def>
+
+## The "ptx" back-end's match: `name`(d) is the mask of the lanes of the warp whose d equals this
+## lane's, for d < 2**bits, from one vote.ballot per bit of d. sg_primitives' sg_match is one
+## (its unused `scratch` parameter kept: scratch=True); segmented's sg_match_digits another, over
+## fewer bits.
+<%def name="ballot_match_fn(name, bits, scratch=True)">\
+inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""})
+{
+    uint m = 0xffffffffu;
+% for b in range(bits):
+    {
+        uint bal;
+        asm("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
+            : "=r"(bal) : "r"(d & ${1 << b}u));
+        m &= (d & ${1 << b}u) ? bal : ~bal;
+    }
+% endfor
+    return m;
+}
+</%def>
+
+## The ranking of a tile's items by digit inside their subgroups (onesweep's rank_keys, segmented's
+## place): one round per item i, the lanes holding the same digit dig[i] (sg_match: its peers)
+## ranked in lane order after the subgroup's count so far of that digit, lcount[w * RADIX + d],
+## which grows by the peers; the rank shares the digit's register (dig[i] |= rank << 16). RADIX is
+## padding: it matches only padding and is never counted. C names it uses: dig, lcount, lsg, w,
+## lane (and valid); `unroll` is the template's unroll line. With `valid` (a C expression: the
+## tile's items, in slot order SLOT(i) = w * SG * IPT + i * SG + lane), a subgroup stops at its
+## first round of padding only (not on "local", whose sg_match has barriers for the whole
+## work-group) and with `full_match` (a "ptx" ballot_match_fn) a round without padding matches
+## through it. Every work-item runs the loop; its caller ends it with a barrier.
+<%def name="rank_rounds(backend, unroll, valid=None, full_match=None)">\
+${unroll}
+    for (uint i = 0; i < IPT; ++i) {
+% if valid and backend != "local":
+        if (w * (SG * IPT) + i * SG >= ${valid})
+            break;   /* the subgroup's remaining items are padding (uniform in the subgroup) */
+% endif
+        const uint d = dig[i];
+% if full_match and backend == "ptx":
+        const uint peers = w * (SG * IPT) + i * SG + SG <= ${valid} ? ${full_match}(d)
+                                                                 : sg_match(d, lsg);
+% else:
+        const uint peers = sg_match(d, lsg);
+% endif
+        const uint before = peers & sg_lt_mask();
+% if backend == "ptx":
+        /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
+        const uint leader = 31u - clz(peers);
+        uint old = 0;
+        if (d < RADIX && lane == leader)
+            old = atomic_add(&lcount[w * RADIX + d], popcount(peers));
+        const uint cnt = sg_shuffle(old, leader);
+% else:
+        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
+        sg_sync();
+        if (d < RADIX && before == 0)
+            lcount[w * RADIX + d] = cnt + popcount(peers);
+        sg_sync();
+% endif
+        dig[i] |= (cnt + popcount(before)) << 16;
+    }
+</%def>
+
+## The write-out of a whole sort of one tile by one work-group (onesweep's os_small,
+## reduce_then_scan's rts_small): the sorted keys are in lkeys[0..count), lperm[j] the source
+## position of sorted key j; the values are read (value_at) before anything is written, so the
+## output may be the input. `count` is a C expression; keys_out/vals_out are already offset.
+<%def name="small_sort_write(value_t, count)">\
+% if value_t:
+    vals_in += vals_in_off;
+    vals_out += vals_out_off;
+    VALUE_T v[IPT];
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < ${count})
+            v[i] = value_at(vals_in, lperm[j], 0, vals_iota);
+    }
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (uint i = 0; i < IPT; ++i) {
+        const uint j = i * WG + lid;
+        if (j < ${count}) {
+            if (write_keys)
+                keys_out[j] = lkeys[j];
+% if value_t:
+            vals_out[j] = v[i];
+% endif
+        }
+    }
+</%def>
+
+## STEP, the qualifier of a kernel step that takes a tile's private arrays (segmented,
+## radix_select): always inlined, and static (see onesweep.cl.mako for why static).
+<%def name="step_define()">\
+/* the steps that take the tile's private arrays: always inlined, so that the arrays stay in
+   registers (clang leaves a large static inline function called from several places a call,
+   and its arrays in memory) */
+#define STEP static inline __attribute__((always_inline))
 </%def>
 
 ## vals[i] = i: the indices of an argsort that sorts no bits.

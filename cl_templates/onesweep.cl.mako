@@ -49,10 +49,10 @@
     assert lookback + (1 << tail_bits) <= ring, "the ring must outrun look-back and tail slack"
     key_bytes = key_bits // 8
     hv = 16 // key_bytes  # keys per 16-byte load in os_histogram
-    value_bytes = {None: 0, "uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}[value_t]
-    raw_bytes = TILE * max(key_bytes, value_bytes)
-    if fused:   # os_fused's histogram work-groups count (MAXP x RADIX) and scan (WG) in it
-        raw_bytes = max(raw_bytes, MAXP * RADIX * 4, wg * (8 if index_t == "ulong" else 4))
+    # the staging area: a tile of keys, then of values; os_fused's histogram work-groups also
+    # count (MAXP x RADIX) and scan (WG) in it. Sized by the policy (SortPolicy.stage_bytes),
+    # which budgets local memory with the same number.
+    raw_bytes = stage_bytes
     # unrolling the items-per-thread loops keeps them in registers on GPUs; CPU compilers (PoCL)
     # only take longer to compile them
     unroll = "    #pragma unroll" if backend == "ptx" else ""
@@ -363,27 +363,7 @@ static inline void publish(__global volatile uint* status, uint slot, uint flag,
 static inline void rank_keys(__private uint dig[IPT], __local uint* lcount, __local uint* lsg,
                              uint w, uint lane)
 {
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint d = dig[i];
-        const uint peers = sg_match(d, lsg);
-        const uint before = peers & sg_lt_mask();
-% if backend == "ptx":
-        /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
-        const uint leader = 31u - clz(peers);
-        uint old = 0;
-        if (d < RADIX && lane == leader)
-            old = atomic_add(&lcount[w * RADIX + d], popcount(peers));
-        const uint cnt = sg_shuffle(old, leader);
-% else:
-        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
-        sg_sync();
-        if (d < RADIX && before == 0)
-            lcount[w * RADIX + d] = cnt + popcount(peers);
-        sg_sync();
-% endif
-        dig[i] |= (cnt + popcount(before)) << 16;
-    }
+${common.rank_rounds(backend, unroll)}
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
@@ -945,27 +925,7 @@ ${unroll}
 % endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-% if value_t:
-    vals_in += vals_in_off;
-    vals_out += vals_out_off;
-    VALUE_T v[IPT];
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < n)
-            v[i] = value_at(vals_in, lperm[j], 0, vals_iota);
-    }
-% endif
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < n) {
-            if (write_keys)
-                keys_out[j] = lkeys[j];
-% if value_t:
-            vals_out[j] = v[i];
-% endif
-        }
-    }
+${common.small_sort_write(value_t, "n")}
 }
 
 % if iota_ok:

@@ -101,8 +101,7 @@
 % else:
 #define GLOBAL_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
 % endif
-/* the kernels' steps: always inlined, so that the private arrays a step takes stay in registers */
-#define STEP inline __attribute__((always_inline))
+${common.step_define()}
 
 ## row state flags
 #define F_LAST 1u        /* the pass takes the pivot bucket whole; then the row is done */
@@ -761,7 +760,27 @@ void topk_sample(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
 ## and pass 0, which has no output, only counts (no per-tile barrier).
 ## Candidates alternate between two buffers (pass p writes cands[p & 1], reads cands[(p + 1) & 1]);
 ## every other argument is the same for every pass of a call.
-<%def name="pass_kernel(name, P)">
+##
+## Each pass kernel is a sequence of the steps below (defs that write a part of the kernel's body,
+## as onesweep's tile_steps), in this order:
+##   pass_head          the kernel's signature, its buffers in `temp`, p, row, g, lid
+##   pass_state         the row state of pass p  | threshold_state  (topk_pass_t) topk_sample's
+##   hand_on_skipped    (topk_pass_0) topk_pass_t did the selection: hand its state on
+##   hand_on_done       a row already done hands its state on
+##   filter_step        the filter of pass p, from the row state
+##   nothing_decided    (topk_pass_0, topk_pass_t) no pivot yet: nothing is taken or written
+##   no_candidates_in   (topk_pass_1) pass 0 wrote no candidates
+##   pass_buffers       the input (row or candidates), the candidate output, the local arrays
+##   no_chunk | threshold_chunk [group_chunk]   candidate slots by tile, or by chunk
+##   clear_locals, [warp_chunk]
+##   tile_loop(classify step, write step)   per tile: load, classify (classify_pass |
+##                      classify_threshold), then write (count_only | claim_and_write |
+##                      group_write_threshold | warp_write)
+##   pass_end | fill_last_chunk_* and threshold_end   the group's histogram added; the last group
+##                      of the row writes the next state
+## The kernels (at the end of this section) differ only in which steps they take.
+
+<%def name="pass_head(name, p)">\
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
                INDEX_T cap, uint pos_bits, uint groups_per_row, KEY_T flip,
@@ -779,23 +798,30 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
     __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
     /* a constant in the first passes' kernels (and the threshold pass's: 0) */
-    const uint p = ${"p_arg" if P is None else 0 if P == "t" else P};
+    const uint p = ${p};
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint rows = get_num_groups(1);
-% if P == "t":
+</%def>
+
+<%def name="pass_state()">\
+    /* the state of pass p, and the copy pass p + 1 reads */
+    const row_state st = state[(size_t)(p & 1) * rows + row];
+    __global row_state* state_next = state + (size_t)((p + 1) & 1) * rows + row;
+</%def>
+
+<%def name="threshold_state()">\
     /* topk_sample's state (copy 1), and the copy pass 0 reads */
     const row_state st = state[(size_t)rows + row];
     __global row_state* state_next = state + row;
     if (!(st.flags & F_THRESH))
         return;
-% else:
-    /* the state of pass p, and the copy pass p + 1 reads */
-    const row_state st = state[(size_t)(p & 1) * rows + row];
-    __global row_state* state_next = state + (size_t)((p + 1) & 1) * rows + row;
-% endif
-% if P == 0 and sample:
+</%def>
+
+## (only in a program with the threshold pass)
+<%def name="hand_on_skipped()">\
+% if sample:
     if (st.flags & F_SKIP) {   /* topk_pass_t selected the candidates: the state of pass 1 */
         if (g == 0 && lid == 0) {
             row_state s = st;
@@ -806,18 +832,33 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         return;
     }
 % endif
+</%def>
+
+<%def name="hand_on_done()">\
     if (st.flags & F_DONE) {
         if (g == 0 && lid == 0)
             *state_next = st;
         return;
     }
+</%def>
+
+<%def name="filter_step()">\
     counters += (size_t)4 * row;
     pass_filter f = filter_of(st, p, pos_bits, flip);
-% if P == 0 or P == "t":
+</%def>
+
+<%def name="nothing_decided()">\
     f.last = f.from_cands = f.write = false;   /* nothing decided yet */
-% elif P == 1 and not sample:
+</%def>
+
+## (with the threshold pass, pass 0 may hand on its candidates: then pass 1 reads them)
+<%def name="no_candidates_in()">\
+% if not sample:
     f.from_cands = false;                      /* pass 0 writes no candidates */
 % endif
+</%def>
+
+<%def name="pass_buffers()">\
     const bool odd = (p & 1) != 0;
     const __global KEY_T* cin_key = (odd ? cand_key0 : cand_key1) + (size_t)row * cap;
     const __global INDEX_T* cin_pos = (odd ? cand_pos0 : cand_pos1) + (size_t)row * cap;
@@ -833,19 +874,32 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __local uint l_any[3];
     __local uint l_last;
     __local INDEX_T l_base[6];   /* the tile's slots; (threshold pass) its chunk and hole */
-% if P == "t":
+</%def>
+
+<%def name="no_chunk()">\
+    const INDEX_T chunk = 0;
+</%def>
+
+<%def name="threshold_chunk()">\
     const INDEX_T chunk = p_arg;   /* the threshold pass takes its chunk of slots in p's place */
-% if not warp_aggregate:
+</%def>
+
+<%def name="group_chunk()">\
     if (lid == 0)   /* the group's chunk (warps keep their own on NVIDIA) */
         l_base[2] = l_base[3] = l_base[4] = l_base[5] = 0;
-% endif
-% else:
-    const INDEX_T chunk = 0;
-% endif
+</%def>
+
+<%def name="clear_locals()">\
     clear_pass_locals(lhist, l_any, scratch, lid);
-% if P == "t" and warp_aggregate:
+</%def>
+
+<%def name="warp_chunk()">\
     INDEX_T w_next = 0, w_end = 0;   /* the warp's chunk of candidate slots */
-% endif
+</%def>
+
+## The tiles of the group: each loaded, classified by `classify` (a step that declares n: the
+## tile's taken and candidates to write) and written by `write`.
+<%def name="tile_loop(classify, write)">\
     uint tile_no = 0;
     for (INDEX_T base = (INDEX_T)g * TILE; base < n_src;
          base += (INDEX_T)groups_per_row * TILE, ++tile_no) {
@@ -855,21 +909,26 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         const bool full = base + TILE <= n_src;
         load_keys(x, src_key, base, n_src, full, lid);
         load_positions(pos, cin_pos, base, n_src, f.from_cands, lid);
-% if P == "t":
+${classify()}
+${write()}
+    }
+</%def>
+
+<%def name="classify_pass()">\
+        const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
+</%def>
+
+<%def name="classify_threshold()">\
         const uint2 n = threshold_tile(cls, x, pos, base, n_src, full, (KEY_T)st.pkey, flip,
                                        pos_bits, lhist, lid);
-% else:
-        const uint2 n = classify_tile(cls, x, pos, base, n_src, full, f, lhist, lid);
-% endif
-% if P == "t" and warp_aggregate:
-        if (sg_ballot(n.y != 0))
-            write_tile(x, pos, cls, 0,
-                       warp_slots(n.y, counters + 1, chunk, &w_next, &w_end, cout_key, cout_pos,
-                                  cap, lid),
-                       out_key + out_key_off + (size_t)row * k,
-                       out_idx + out_idx_off + (size_t)row * k, k,
-                       (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
-% elif P != 0:
+</%def>
+
+## pass 0 has no output: it only counts its candidates' digits (classify_pass)
+<%def name="count_only()">\
+</%def>
+
+## slots for the tile's output (claim_slots), its output written; then `after` (a step, or None)
+<%def name="claim_and_write(after=None)">\
 % if skip_idle_tiles:
         if (tile_has_output((n.x | n.y) != 0, l_any, tile_no, lid)) {
 % else:
@@ -881,33 +940,128 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             write_tile(x, pos, cls, o, c, out_key + out_key_off + (size_t)row * k,
                        out_idx + out_idx_off + (size_t)row * k, k,
                        (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
-% if P == "t":
-            fill_dead(l_base[4], l_base[5], cout_key, cout_pos, cap, lid, WG);
+% if after:
+${after()}
 % endif
         }
-% endif
-    }
-% if P == "t":
-% if warp_aggregate:
-    fill_dead(w_next, w_end, cout_key, cout_pos, cap, lid & 31u, 32);   /* the last chunk's rest */
-% else:
+</%def>
+
+## the threshold pass by work-group: slots from the group's chunk, whose hole (the rest of a chunk
+## too small for the tile) is filled with dead entries
+<%def name="group_write_threshold()">\
+${claim_and_write(fill_hole)}
+</%def>
+
+<%def name="fill_hole()">\
+            fill_dead(l_base[4], l_base[5], cout_key, cout_pos, cap, lid, WG);
+</%def>
+
+## the threshold pass by warp (NVIDIA): each warp with candidates takes slots from its own chunk
+<%def name="warp_write()">\
+        if (sg_ballot(n.y != 0))
+            write_tile(x, pos, cls, 0,
+                       warp_slots(n.y, counters + 1, chunk, &w_next, &w_end, cout_key, cout_pos,
+                                  cap, lid),
+                       out_key + out_key_off + (size_t)row * k,
+                       out_idx + out_idx_off + (size_t)row * k, k,
+                       (OUT_INDEX_T)row * idx_row_mul, cout_key, cout_pos, cap);
+</%def>
+
+<%def name="fill_last_chunk_group()">\
     fill_dead(l_base[2], l_base[3], cout_key, cout_pos, cap, lid, WG);   /* the last chunk's rest */
-% endif
-    finish_threshold(st, pos_bits, cap, groups_per_row, lhist, hist + (size_t)row * RADIX,
-                     state_next, counters, iscratch, &lstate, &l_last, lid);
-% else:
+</%def>
+
+<%def name="fill_last_chunk_warp()">\
+    fill_dead(w_next, w_end, cout_key, cout_pos, cap, lid & 31u, 32);   /* the last chunk's rest */
+</%def>
+
+<%def name="pass_end()">\
     finish_pass(st, p, pos_bits, cap, groups_per_row, lhist,
                 hist + (size_t)row * RADIX, state_next, counters, iscratch, &lstate, &l_last,
                 lid);
+</%def>
+
+<%def name="threshold_end()">\
+    finish_threshold(st, pos_bits, cap, groups_per_row, lhist, hist + (size_t)row * RADIX,
+                     state_next, counters, iscratch, &lstate, &l_last, lid);
+</%def>
+
+## The threshold pass (the program of part "threshold"): pass 0's counting over the keys at most
+## the row's threshold, which it writes as candidates. Its slots come in chunks: a work-group's,
+## or on NVIDIA (warp_aggregate) each warp's own.
+<%def name="threshold_pass_kernel()">\
+${pass_head("topk_pass_t", "0")}
+${threshold_state()}
+${hand_on_done()}
+${filter_step()}
+${nothing_decided()}
+${pass_buffers()}
+${threshold_chunk()}
+% if warp_aggregate:
+${clear_locals()}
+${warp_chunk()}
+${tile_loop(classify_threshold, warp_write)}
+${fill_last_chunk_warp()}
+% else:
+${group_chunk()}
+${clear_locals()}
+${tile_loop(classify_threshold, group_write_threshold)}
+${fill_last_chunk_group()}
 % endif
+${threshold_end()}
+}
+</%def>
+
+## Pass 0: counts digit 0 of the row; nothing is taken or written.
+<%def name="first_pass_kernel()">\
+${pass_head("topk_pass_0", "0")}
+${pass_state()}
+${hand_on_skipped()}
+${hand_on_done()}
+${filter_step()}
+${nothing_decided()}
+${pass_buffers()}
+${no_chunk()}
+${clear_locals()}
+${tile_loop(classify_pass, count_only)}
+${pass_end()}
+}
+</%def>
+
+## Pass 1: reads the row (or, after topk_pass_t, its candidates); takes and writes.
+<%def name="second_pass_kernel()">\
+${pass_head("topk_pass_1", "1")}
+${pass_state()}
+${hand_on_done()}
+${filter_step()}
+${no_candidates_in()}
+${pass_buffers()}
+${no_chunk()}
+${clear_locals()}
+${tile_loop(classify_pass, claim_and_write)}
+${pass_end()}
+}
+</%def>
+
+## Pass p >= 2 (p from p_arg): reads the row or the candidates of pass p - 1.
+<%def name="later_pass_kernel()">\
+${pass_head("topk_pass", "p_arg")}
+${pass_state()}
+${hand_on_done()}
+${filter_step()}
+${pass_buffers()}
+${no_chunk()}
+${clear_locals()}
+${tile_loop(classify_pass, claim_and_write)}
+${pass_end()}
 }
 </%def>
 % if part == "threshold":
-${pass_kernel("topk_pass_t", "t")}
+${threshold_pass_kernel()}
 % else:
-${pass_kernel("topk_pass_0", 0)}
-${pass_kernel("topk_pass_1", 1)}
-${pass_kernel("topk_pass", None)}
+${first_pass_kernel()}
+${second_pass_kernel()}
+${later_pass_kernel()}
 
 % if sort_size:
 <% S = sort_size %>

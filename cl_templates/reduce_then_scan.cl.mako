@@ -331,27 +331,7 @@ void rts_small(${common.stream_params(value_t, 15, restrict=False) | trim}
     ushort src[IPT];
     load_tile(k, src, keys_in, 0, valid, lkeys, lid);
     sort_tile(k, src, begin_bit, end_bit, flip, valid, lkeys, lperm, lcount, lscan, lid);
-% if value_t:
-    vals_in += vals_in_off;
-    vals_out += vals_out_off;
-    VALUE_T v[IPT];
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < valid)
-            v[i] = value_at(vals_in, lperm[j], 0, vals_iota);
-    }
-% endif
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = i * WG + lid;
-        if (j < valid) {
-            if (write_keys)
-                keys_out[j] = lkeys[j];
-% if value_t:
-            vals_out[j] = v[i];
-% endif
-        }
-    }
+${common.small_sort_write(value_t, "valid")}
 }
 
 % if iota_ok:

@@ -3,7 +3,7 @@
 ## segments into size classes). bound(s) is offsets[s], or s * row_len for rows of row_len keys.
 ##   seg_local   - segments of at most one tile (TILE keys): a work-group takes SPG consecutive
 ##                 segments and sorts runs of them that fit one tile together in local memory:
-##                 8-bit digit passes ranked with subgroup match masks (as onesweep's ranking),
+##                 8-bit digit passes ranked with subgroup match masks (common.mako's rank_rounds),
 ##                 then, for a run of several segments, one stable pass by segment; one write.
 ##                 Longer segments are left to the passes below.
 ##   seg_plan    - one work-item per segment: checks the offsets (non-decreasing, within [0, n]),
@@ -54,10 +54,7 @@ ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, 8, wg, i
 #define SG ${sg_size}
 #define NW ${NW}
 #define MAX_SPG ${MAX_SPG}
-/* the steps that take the tile's private arrays: always inlined, so that the arrays stay in
-   registers (clang leaves a large static inline function called from several places a call,
-   and its arrays in memory) */
-#define STEP static inline __attribute__((always_inline))
+${common.step_define()}
 % if backend in ("khr", "intel"):
 #define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
 % else:
@@ -78,19 +75,7 @@ ${common.wg_any_fn()}
 ${common.sg_primitives(backend, sg_size, wg, 9)}
 % if backend == "ptx":
 /* sg_match for a round without padding: digits below RADIX need one ballot per digit bit */
-inline uint sg_match_digits(uint d)
-{
-    uint m = 0xffffffffu;
-%   for b in range(8):
-    {
-        uint bal;
-        asm("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
-            : "=r"(bal) : "r"(d & ${1 << b}u));
-        m &= (d & ${1 << b}u) ? bal : ~bal;
-    }
-%   endfor
-    return m;
-}
+${common.ballot_match_fn("sg_match_digits", 8, scratch=False)}
 % endif
 
 /* the first key of segment s (and the end of segment s - 1) */
@@ -144,36 +129,7 @@ STEP void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-% if backend != "local":
-        if (w * (SG * IPT) + i * SG >= valid)
-            break;   /* the subgroup's remaining items are padding (uniform in the subgroup) */
-% endif
-        const uint d = dig[i];
-% if backend == "ptx":
-        const uint peers = w * (SG * IPT) + i * SG + SG <= valid ? sg_match_digits(d)
-                                                                 : sg_match(d, lsg);
-% else:
-        const uint peers = sg_match(d, lsg);
-% endif
-        const uint before = peers & sg_lt_mask();
-% if backend == "ptx":
-        /* the highest peer adds the group to the subgroup's count; the old count is shuffled */
-        const uint leader = 31u - clz(peers);
-        uint old = 0;
-        if (d < RADIX && lane == leader)
-            old = atomic_add(&lcount[w * RADIX + d], popcount(peers));
-        const uint cnt = sg_shuffle(old, leader);
-% else:
-        const uint cnt = d < RADIX ? lcount[w * RADIX + d] : 0u;
-        sg_sync();
-        if (d < RADIX && before == 0)
-            lcount[w * RADIX + d] = cnt + popcount(peers);
-        sg_sync();
-% endif
-        dig[i] |= (cnt + popcount(before)) << 16;
-    }
+${common.rank_rounds(backend, unroll, valid="valid", full_match="sg_match_digits")}
     barrier(CLK_LOCAL_MEM_FENCE);
     rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
     barrier(CLK_LOCAL_MEM_FENCE);

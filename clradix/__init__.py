@@ -17,20 +17,22 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .runtime_faults import prepare_environment as _prepare_environment
+from .core.runtime_faults import prepare_environment as _prepare_environment
 
 # Before any OpenCL runtime is loaded: the option that keeps Intel's CPU compiler from writing
-# into freed memory (clradix.runtime_faults).
+# into freed memory (clradix.core.runtime_faults).
 _prepare_environment()
 
 if TYPE_CHECKING:
-    from .keys import KEY_DTYPES, KeyCodec, key_codec
-    from .policy import PolicyError, SegmentPolicy, SortPolicy
-    from .topk_policy import TopkPolicy
-    from .render import KernelBuildError, TemplateRenderError
-    from .sorter import Sorter
-    from .selector import Selector
-    from .api import argsort, selector_for, sort, sorter_for, topk
+    from .core.keys import KEY_DTYPES, KeyCodec, key_codec
+    from .core.errors import PolicyError
+    from .policies.sort import SortPolicy
+    from .policies.segment import SegmentPolicy
+    from .policies.topk import TopkPolicy
+    from .core.render import KernelBuildError, TemplateRenderError
+    from .dispatch.sorter import Sorter
+    from .dispatch.selector import Selector
+    from .dispatch.api import argsort, selector_for, sort, sorter_for, topk
 
 __all__ = [
     "Sorter", "Selector", "sort", "argsort", "topk", "sorter_for", "selector_for", "SortPolicy",
@@ -42,12 +44,13 @@ __all__ = [
 
 # public name -> the submodule defining it
 _LAZY = {
-    "KEY_DTYPES": "keys", "KeyCodec": "keys", "key_codec": "keys",
-    "PolicyError": "policy", "SegmentPolicy": "policy", "SortPolicy": "policy",
-    "TopkPolicy": "topk_policy",
-    "KernelBuildError": "render", "TemplateRenderError": "render",
-    "Sorter": "sorter", "Selector": "selector",
-    "argsort": "api", "selector_for": "api", "sort": "api", "sorter_for": "api", "topk": "api",
+    "KEY_DTYPES": "core.keys", "KeyCodec": "core.keys", "key_codec": "core.keys",
+    "PolicyError": "core.errors", "SortPolicy": "policies.sort",
+    "SegmentPolicy": "policies.segment", "TopkPolicy": "policies.topk",
+    "KernelBuildError": "core.render", "TemplateRenderError": "core.render",
+    "Sorter": "dispatch.sorter", "Selector": "dispatch.selector",
+    "argsort": "dispatch.api", "selector_for": "dispatch.api", "sort": "dispatch.api",
+    "sorter_for": "dispatch.api", "topk": "dispatch.api",
 }
 
 

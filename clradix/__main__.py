@@ -26,7 +26,7 @@ class CommandLineError(Exception):
 
 
 def _pick_device(spec):
-    from .device import all_devices, default_device
+    from .core.device import all_devices, default_device
     if spec is None:
         try:
             return default_device()
@@ -46,7 +46,7 @@ def _pick_device(spec):
 
 def key_dtype(text):
     """A key dtype from a name such as ``u32`` or ``float32`` (the one parser of every command)."""
-    from .keys import _BFLOAT16_NAMES, KEY_DTYPES, SHORT_NAMES, parse_dtype
+    from .core.keys import _BFLOAT16_NAMES, KEY_DTYPES, SHORT_NAMES, parse_dtype
     try:
         return parse_dtype(text)
     except TypeError as exc:
@@ -123,7 +123,7 @@ def keys_file(path):
     """The keys of a ``.npy`` file: a 1-D array of a key dtype, in native byte order (big-endian
     keys are converted)."""
     import numpy as np
-    from .keys import KEY_DTYPES
+    from .core.keys import KEY_DTYPES
     try:
         with open(path, "rb") as f:
             magic = f.read(len(_NPY_MAGIC))
@@ -165,7 +165,7 @@ def random_keys(rng, dtype, n):
 
 def _reference(keys, descending):
     import numpy as np
-    from .keys import KEY_DTYPES, key_codec
+    from .core.keys import KEY_DTYPES, key_codec
     if not descending and keys.dtype in KEY_DTYPES:
         return np.sort(keys, kind="stable")
     # descending, or bfloat16 (whose numpy sort does not put NaN last): the order key's order
@@ -177,9 +177,9 @@ def cmd_demo(args):
     import numpy as np
     import pyopencl as cl
     import pyopencl.array as cl_array
-    from .device import DeviceProfile
-    from .keys import key_codec
-    from .sorter import Sorter
+    from .core.device import DeviceProfile
+    from .core.keys import key_codec
+    from .dispatch.sorter import Sorter
     dev = _pick_device(args.device)
     if args.file is not None:
         keys = args.file
@@ -224,7 +224,7 @@ def cmd_demo(args):
 
 
 def cmd_info(args):
-    from .device import DeviceProfile, all_devices, can_build, default_device
+    from .core.device import DeviceProfile, all_devices, can_build, default_device
     devices = all_devices()
     if not devices:
         print("no OpenCL platforms found")
@@ -244,7 +244,7 @@ def cmd_info(args):
 
 
 def _devices(spec):
-    from .device import all_devices, can_build
+    from .core.device import all_devices, can_build
     if spec:
         return [_pick_device(spec)]
     return [d for d in all_devices() if can_build(d)]
@@ -252,9 +252,9 @@ def _devices(spec):
 
 def cmd_plan(args):
     import pyopencl as cl
-    from .device import DeviceProfile
-    from .sorter import Sorter
-    from .tuning import tuned_table
+    from .core.device import DeviceProfile
+    from .dispatch.sorter import Sorter
+    from .policies.tuning import tuned_table
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)
         sorter = Sorter(cl.Context([dev]))
@@ -273,8 +273,8 @@ def cmd_plan(args):
 def cmd_autotune(args):
     import json
     from .autotune import autotune, report
-    from .device import DeviceProfile
-    from .tuning import cache_path, save
+    from .core.device import DeviceProfile
+    from .policies.tuning import cache_path, save
     everything = []
     for dev in _devices(args.device):
         prof = DeviceProfile.from_device(dev)

@@ -11,13 +11,14 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
-from .device import DeviceProfile
-from .keys import key_codec, parse_dtype
-from .policy import _DEFAULTS, RADIX_BITS, PolicyError, SortPolicy, plan_sort, ranking_backends
-from .policy import validate
-from .render import KernelBuildError
-from .sizes import index_bytes
-from .sorter import Sorter
+from .core.device import DeviceProfile
+from .core.keys import key_codec, parse_dtype
+from .core.errors import PolicyError
+from .policies.sort import _DEFAULTS, RADIX_BITS, SortPolicy, plan_sort, ranking_backends
+from .policies.sort import validate
+from .core.render import KernelBuildError
+from .core.sizes import index_bytes
+from .dispatch.sorter import Sorter
 
 DEFAULT_SIZES = (16, 20, 24)
 

@@ -10,7 +10,7 @@ other devices (only those that build kernels; a choice that leaves none is a usa
   is not set).
 
 Every test that takes the ``ctx`` fixture runs once per device, on one context per device for
-the whole session: built programs are cached per context (``clradix.render.programs_for``), so a
+the whole session: built programs are cached per context (``clradix.core.render.programs_for``), so a
 kernel configuration is built once however many tests use it.
 """
 
@@ -28,8 +28,8 @@ import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 import clradix
-from clradix.device import all_devices, can_build, default_device
-from clradix.keys import key_codec
+from clradix.core.device import all_devices, can_build, default_device
+from clradix.core.keys import key_codec
 
 from reference import bits_of, compare_topk, ref_argsort
 
@@ -127,7 +127,7 @@ class FailingAllocator:
 
 def fake_profile(**kw):
     """A DeviceProfile of a made-up GPU (planner tests): ``kw`` replaces any field."""
-    from clradix.device import DeviceProfile
+    from clradix.core.device import DeviceProfile
     base = dict(name="Test GPU", vendor="Vendor", platform="Platform", driver_version="1.0",
                 device_type="gpu", compute_units=16, local_mem_bytes=48 * 1024, max_wg_size=1024,
                 max_alloc_bytes=2 ** 32, extensions=frozenset())

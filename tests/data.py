@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from clradix.keys import key_codec
+from clradix.core.keys import key_codec
 
 
 def _bits(rng, dtype, n):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from clradix.keys import key_codec
+from clradix.core.keys import key_codec
 
 
 def ref_argsort(keys, descending=False, begin_bit=0, end_bit=None):

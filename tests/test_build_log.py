@@ -13,7 +13,7 @@ import pytest
 
 import clradix
 from clradix.__main__ import main
-from clradix.render import template_dir
+from clradix.core.render import template_dir
 
 _BUILT = re.compile(r"built (\S+\.cl\.mako) \((.*)\) on (.+) in (\d+\.\d+) s$")
 
@@ -75,7 +75,7 @@ def test_verbose_command_line_shows_the_builds(capsys, restore_clradix_logger):
     assert main(["demo", "--verbose", "--n", "3000", "--dtype", "i8", "--repeat", "0"]) == 0
     out, err = capsys.readouterr()
     assert "OK: bit-exact" in out
-    lines = [line for line in err.splitlines() if line.startswith("clradix.render: built ")]
+    lines = [line for line in err.splitlines() if line.startswith("clradix.core.render: built ")]
     assert lines and all(_BUILT.search(line) for line in lines), err
     assert any("key_bits=8" in line and "key_kind='int'" in line for line in lines), err
 
@@ -86,9 +86,9 @@ def test_verbose_before_the_default_command():
                            "--repeat", "0"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "2000 float64 keys" in proc.stdout and "OK: bit-exact" in proc.stdout
-    assert re.search(r"^clradix\.render: built \S+\.cl\.mako \(.*key_bits=64.*\) on .+ in "
+    assert re.search(r"^clradix\.core\.render: built \S+\.cl\.mako \(.*key_bits=64.*\) on .+ in "
                      r"\d+\.\d+ s$", proc.stderr, re.MULTILINE), proc.stderr
     quiet = subprocess.run([sys.executable, "-m", "clradix", "--n", "2000", "--repeat", "0"],
                            capture_output=True, text=True, timeout=300)
     assert quiet.returncode == 0, quiet.stderr
-    assert not re.search(r"^clradix\.render: ", quiet.stderr, re.MULTILINE), quiet.stderr
+    assert not re.search(r"^clradix\.core\.render: ", quiet.stderr, re.MULTILINE), quiet.stderr

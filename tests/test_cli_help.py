@@ -9,7 +9,7 @@ import pytest
 
 from clradix.__main__ import COMMANDS, _with_command, build_parser
 
-HEAVY = ("pyopencl", "numpy", "mako", "clradix.sorter", "clradix.api")
+HEAVY = ("pyopencl", "numpy", "mako", "clradix.dispatch.sorter", "clradix.dispatch.api")
 HELPS = [["--help"], ["-h"], ["-v", "--help"]] + [[cmd, "--help"] for cmd in COMMANDS]
 
 
@@ -60,8 +60,8 @@ def test_package_names_resolve_on_first_use():
         f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         "from clradix import Sorter, sort, KEY_DTYPES\n"
-        "import clradix.sorter, clradix.api\n"
-        "assert Sorter is clradix.sorter.Sorter and sort is clradix.api.sort\n"
+        "import clradix.dispatch.sorter, clradix.dispatch.api\n"
+        "assert Sorter is clradix.dispatch.sorter.Sorter and sort is clradix.dispatch.api.sort\n"
         "assert all(hasattr(clradix, name) for name in clradix.__all__)\n"
         "assert set(clradix.__all__) <= set(dir(clradix))\n"
         "try:\n"

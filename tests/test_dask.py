@@ -17,8 +17,8 @@ import pyopencl.array as cl_array  # noqa: E402
 
 import clradix  # noqa: E402
 import clradix.dask as crd  # noqa: E402
-from clradix.device import all_devices  # noqa: E402
-from clradix.keys import KEY_DTYPES  # noqa: E402
+from clradix.core.device import all_devices  # noqa: E402
+from clradix.core.keys import KEY_DTYPES  # noqa: E402
 
 from conftest import _DEVICES  # noqa: E402
 from data import float_specials  # noqa: E402

@@ -8,7 +8,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix.policy import PolicyError
+from clradix.core.errors import PolicyError
 
 
 @pytest.fixture

@@ -13,12 +13,14 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix.device import DeviceProfile
-from clradix.keys import key_codec
-from clradix.onesweep import Onesweep
-from clradix.policy import RANKINGS, PolicyError, SortPolicy, validate
-from clradix.render import render
-from clradix.reduce_then_scan import ReduceThenScan, SingleWorkGroup
+from clradix.core.device import DeviceProfile
+from clradix.core.keys import key_codec
+from clradix.drivers.onesweep import Onesweep
+from clradix.core.errors import PolicyError
+from clradix.policies.sort import RANKINGS, SortPolicy, validate
+from clradix.core.render import render
+from clradix.drivers.reduce_then_scan import ReduceThenScan
+from clradix.drivers.single_wg import SingleWorkGroup
 
 from conftest import check_sort, fake_profile
 from data import float_specials, uniform

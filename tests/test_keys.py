@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import clradix
-import clradix.keys
+import clradix.core.keys
 from clradix.__main__ import main
-from clradix.keys import KEY_DTYPES, key_codec, parse_dtype
+from clradix.core.keys import KEY_DTYPES, key_codec, parse_dtype
 
 
 def test_bool_codec_is_its_byte(rng):
@@ -38,7 +38,7 @@ def test_bfloat16_refusal_names_the_extra(monkeypatch, capsys):
         installed = [ml_dtypes.bfloat16, np.dtype(ml_dtypes.bfloat16)]
     except ImportError:
         installed = []
-    monkeypatch.setattr(clradix.keys, "_ml_dtypes", None)
+    monkeypatch.setattr(clradix.core.keys, "_ml_dtypes", None)
     for name in ["bfloat16", "bf16", " bfloat16 "] + installed:
         with pytest.raises(TypeError) as info:
             key_codec(name)

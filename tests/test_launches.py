@@ -5,11 +5,13 @@ between calls, and when configurations that share a driver's kernel objects alte
 import zlib
 
 import numpy as np
+import pytest
 import pyopencl.array as cl_array
 
 import clradix
-from clradix import launches
-from clradix.keys import key_codec
+from clradix.core import launches
+from clradix.core.keys import key_codec
+from clradix.drivers.digit_passes import SortJob
 
 from conftest import check_sort, one_group_tile
 from data import float_specials
@@ -31,8 +33,8 @@ def test_a_repeated_call_builds_nothing(ctx, queue, rng, monkeypatch):
     init = launches.LaunchSequence.__init__
     monkeypatch.setattr(launches.LaunchSequence, "__init__",
                         lambda self, driver: (made.append(driver), init(self, driver))[1])
-    prepare = sorter.planner.prepare
-    monkeypatch.setattr(sorter.planner, "prepare",
+    prepare = sorter.planner.sort_driver
+    monkeypatch.setattr(sorter.planner, "sort_driver",
                         lambda *a: (prepared.append(a), prepare(*a))[1])
     for _ in range(3):
         check_sort(queue, sorter, keys, "pairs")
@@ -88,8 +90,8 @@ def test_sequence_names_match_the_trace(ctx, queue, rng):
     """A ready sequence's commands are what the driver's trace records, in order."""
     sorter = clradix.Sorter(ctx)
     n = 4 * _tile(ctx) + 3
-    driver = sorter.planner.prepare(ctx.devices[0], key_codec(np.uint32), 4, n)
-    seq = driver.sequence(n, 0, 32, False, False, True)
+    driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(np.uint32), 4, n)
+    seq = driver.sequence(SortJob(n, 0, 32, False, False, True))
     driver.trace = []
     d = cl_array.to_device(queue, float_specials(rng, np.uint32, n))
     v = cl_array.to_device(queue, np.arange(n, dtype=np.uint32))
@@ -117,3 +119,46 @@ def test_threads_alternate_sizes_of_one_driver(ctx, rng):
             check_sort(queues[t], sorter, keys, ("keys", "pairs", "argsort")[i % 3],
                        pad=(t + i) % 3, what=f"thread {t}")
     _run_threads(work, THREADS)
+
+
+def test_a_launch_is_checked_against_the_kernel_declaration(ctx):
+    """Each kernel's parameters come from its rendered source; a launch with a wrong count or a
+    wrong type is refused when its sequence is made (before anything is enqueued), naming the
+    kernel, the parameter and what was given."""
+    sorter = clradix.Sorter(ctx, algorithm="reduce_then_scan")
+    driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(np.uint32), 0, 1 << 16)
+    params = driver.declaration("rts_scan")
+    assert [p.name for p in params] and params[0].dtype is None and params[1].dtype == np.uint32
+    seq = launches.LaunchSequence(driver)
+    buf = launches.Buf(launches.CALLER_SLOTS)
+    with pytest.raises(TypeError, match=r"kernel rts_scan: expected 2 arguments .*got 3"):
+        seq.launch("scan", "rts_scan", (64,), (64,), [buf, 5, 6])
+    with pytest.raises(TypeError, match=rf"kernel rts_scan: parameter 1 \(uint {params[1].name}\) "
+                                        r"takes an integer, got 2.5"):
+        seq.launch("scan", "rts_scan", (64,), (64,), [buf, 2.5])
+    with pytest.raises(TypeError, match=rf"parameter 0 \(.*{params[0].name}\) takes a buffer, "
+                                        r"got 7"):
+        seq.launch("scan", "rts_scan", (64,), (64,), [7, 1])
+    with pytest.raises(TypeError, match=r"takes values from 0 to 4294967295, got -1"):
+        seq.launch("scan", "rts_scan", (64,), (64,), [buf, -1])
+    with pytest.raises(TypeError, match=r"takes a uint, got the element offset"):
+        seq.launch("scan", "rts_scan", (64,), (64,), [buf, launches.Off(0)])
+    assert seq.steps == []   # nothing refused was kept
+    seq.launch("scan", "rts_scan", (64,), (64,), [buf, 3])
+    assert seq.names() == ["scan"]
+
+
+def test_declarations_resolve_defines_and_typedefs():
+    from clradix.core.declarations import parse_kernels
+    src = """#define KEY_T uint
+    typedef unsigned long idx_t;
+    /* a comment (with parentheses) */
+    __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void k(__global const KEY_T* restrict a,
+        ulong a_off, idx_t n, KEY_T flip, float scale) {}
+    __kernel void none(void) {}"""
+    decls = parse_kernels(src)
+    assert decls["none"] == ()
+    assert [(p.name, p.cl_type, p.dtype) for p in decls["k"]] == [
+        ("a", "uint*", None), ("a_off", "ulong", np.dtype(np.uint64)),
+        ("n", "unsigned long", np.dtype(np.uint64)), ("flip", "uint", np.dtype(np.uint32)),
+        ("scale", "float", np.dtype(np.float32))]

@@ -43,11 +43,12 @@ import pyopencl.characterize
 import pytest
 
 import clradix
-from clradix import onesweep, segmented
-from clradix import sizes
-from clradix.device import DeviceProfile
-from clradix.keys import key_codec
-from clradix.policy import RANKINGS, ranking_backends
+from clradix.drivers import onesweep
+from clradix.dispatch import segments as segmented
+from clradix.core import sizes
+from clradix.core.device import DeviceProfile
+from clradix.core.keys import key_codec
+from clradix.policies.sort import RANKINGS, ranking_backends
 
 import conftest
 from data import float_specials
@@ -408,7 +409,7 @@ def test_topk_threshold_pass(g, rng):
                        sample_min_row=0)
     a = rng.standard_normal((2, 2100)).astype(np.float32)
     a[1] = a[1, 0]
-    assert sel.planner.plan(g.queue.device, key_codec(a.dtype), 2, 2100, 3, True).sample == 128
+    assert sel.planner.plan_topk(g.queue.device, key_codec(a.dtype), 2, 2100, 3, True).sample == 128
     g.keep(*conftest.check_topk(g.queue, a, 3, True, True, selector=sel, to_device=g.to_device))
 
 
@@ -460,7 +461,7 @@ def test_segmented_rows_and_invalid_offsets(g, rng):
     for rows, row_len in ((5, TILE // 2), (2, 3 * TILE + 1)):
         x = float_specials(rng, np.float32, rows * row_len)
         d = g.to_device(x)
-        keys = clradix.arguments.operand(d, g.context, "keys")
+        keys = clradix.core.arguments.operand(d, g.context, "keys")
         segmented.sort_rows(sorter, g.queue, codec, keys, rows, row_len).wait()
         np.testing.assert_array_equal(
             d.get().reshape(rows, row_len),

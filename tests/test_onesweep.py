@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import clradix
-from clradix import onesweep
-from clradix.device import DeviceProfile
-from clradix.keys import KEY_DTYPES
-from clradix.policy import ranking_backends
+from clradix.drivers import onesweep
+from clradix.core.device import DeviceProfile
+from clradix.core.keys import KEY_DTYPES
+from clradix.policies.sort import fused_unreliable, ranking_backends
 
 from conftest import check_sort
 from data import DISTRIBUTIONS, float_specials, uniform
@@ -158,6 +158,27 @@ def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
 
 # ---------------------------------------------------------------- os_fused: one launch, one fill
 
+def needs_fused(ctx):
+    """Skip where fused_passes is refused (PoCL: os_fused sorted wrongly or wrote out of bounds
+    at random on two threads; test_fused_refused checks the refusal there)."""
+    if fused_unreliable(DeviceProfile.from_device(ctx.devices[0])):
+        pytest.skip("fused_passes is refused on this device")
+
+
+def test_fused_refused(ctx, queue, rng):
+    """Where os_fused is not reliable, asking for it is a PolicyError naming why, raised before
+    anything is enqueued; the planner's own choice there sorts."""
+    import pyopencl.array as cl_array
+    if not fused_unreliable(DeviceProfile.from_device(ctx.devices[0])):
+        pytest.skip("fused_passes runs on this device")
+    keys = uniform(rng, np.uint32, 3 * TILE)
+    d = cl_array.to_device(queue, keys)
+    with pytest.raises(clradix.PolicyError, match="fused_passes is refused"):
+        make(ctx, "local", fused_passes=True).sort(queue, d)
+    assert np.array_equal(d.get(), keys)
+    check_sort(queue, clradix.Sorter(ctx), keys, "pairs")
+
+
 FUSED_DTYPES = [("uint8", 2), ("int16", 8), ("float16", 4), ("float32", 8), ("int32", 4),
                 ("float64", 8), ("uint64", 4)]
 
@@ -167,6 +188,7 @@ FUSED_DTYPES = [("uint8", 2), ("int16", 8), ("float16", 4), ("float32", 8), ("in
 def test_fused_passes(ctx, queue, rng, dtype, radix_bits):
     """The histogram, the scan and every digit pass in one launch: every op, both directions,
     sizes from one key to many tiles, with every ranking back-end of the device."""
+    needs_fused(ctx)
     for ranking in backends(ctx):
         sorter = make(ctx, ranking, radix_bits=radix_bits, fused_passes=True)
         for n in (0, 1, 2, TILE - 1, TILE + 1, 29 * TILE + 7):
@@ -180,6 +202,7 @@ def test_fused_passes(ctx, queue, rng, dtype, radix_bits):
 @pytest.mark.parametrize("begin,end", [(4, 12), (3, 17), (0, 24), (24, 32)])
 def test_fused_bit_ranges(ctx, queue, rng, begin, end):
     """Odd and even pass counts (an odd one ends in the temporary and copies home)."""
+    needs_fused(ctx)
     sorter = make(ctx, "local", fused_passes=True)
     keys = uniform(rng, np.uint32, 17 * TILE + 2)
     for op in ("keys", "pairs", "argsort"):
@@ -187,6 +210,7 @@ def test_fused_bit_ranges(ctx, queue, rng, begin, end):
 
 
 def test_fused_value_widths_fallback_and_offsets(ctx, queue, rng):
+    needs_fused(ctx)
     sorter = make(ctx, "local", fused_passes=True, force_fallback=True)
     n = 9 * TILE + 1
     keys = DISTRIBUTIONS["distinct16"](rng, np.uint64, n)
@@ -199,6 +223,7 @@ def test_fused_value_widths_fallback_and_offsets(ctx, queue, rng):
 def test_fused_refuses_a_ring_that_would_wrap(ctx, queue, rng):
     """os_fused reuses no ring slot: a ring smaller than a pass's tiles is refused before
     anything is enqueued, and the planner sizes the ring itself when ring_slots is not given."""
+    needs_fused(ctx)
     import pyopencl.array as cl_array
     keys = uniform(rng, np.uint32, 30 * TILE)
     d = cl_array.to_device(queue, keys)

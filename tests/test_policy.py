@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import clradix
-from clradix.keys import key_codec
-from clradix.policy import (NVIDIA_FUSED_MAX, PolicyError, SortPolicy, check_overrides, plan_sort,
-                            validate)
+from clradix.core.keys import key_codec
+from clradix.core.errors import PolicyError
+from clradix.policies.overrides import check_overrides
+from clradix.policies.sort import NVIDIA_FUSED_MAX, SortPolicy, plan_sort, validate
 from conftest import fake_profile
 
 
@@ -197,7 +198,7 @@ def test_tuned_policy_that_cannot_run_warns_and_the_default_is_used():
 def test_repeated_calls_plan_once_until_the_profile_changes(ctx, queue, rng, monkeypatch):
     """A repeated sort or top-k of one configuration reuses its plan and driver (no planning on
     the host); a replaced device profile makes the next call plan again."""
-    import clradix.planner as planner_mod
+    import clradix.planning.planner as planner_mod
     from conftest import check_sort, check_topk
     from data import uniform
     calls = {"sort": 0, "topk": 0}

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import clradix
-from clradix.keys import KEY_DTYPES, key_codec
+from clradix.core.keys import KEY_DTYPES, key_codec
 
 from conftest import check_sort
 import data

@@ -8,7 +8,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import render
+from clradix.core import render
 
 from conftest import returns_within
 from reference import ref_argsort

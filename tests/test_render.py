@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from clradix.keys import key_codec
-from clradix.render import KernelBuildError, ProgramCache, TemplateRenderError, render
+from clradix.core.keys import key_codec
+from clradix.core.render import KernelBuildError, ProgramCache, TemplateRenderError, render
 
 PARAMS = dict(key_codec(np.uint32).template_args(), radix_bits=8, wg=64, ipt=4, value_t=None,
               index_t="uint", fused_scan=False)

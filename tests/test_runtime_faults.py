@@ -1,5 +1,5 @@
 """Intel's CPU compiler writes into freed memory while building kernels of many barrier regions
-(clradix.runtime_faults): the option that avoids it reaches the runtime, is in effect, and where it
+(clradix.core.runtime_faults): the option that avoids it reaches the runtime, is in effect, and where it
 cannot be, programs are built in a child process. The reduced kernel is here; under valgrind the
 fault shows on every build without the option and never with it."""
 
@@ -13,8 +13,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from clradix import runtime_faults
-from clradix.runtime_faults import INTEL_CPU_OPTION, LLVM_OPTIONS_ENV
+from clradix.core import runtime_faults
+from clradix.core.runtime_faults import INTEL_CPU_OPTION, LLVM_OPTIONS_ENV
 
 from conftest import _DEVICES
 
@@ -139,17 +139,25 @@ def _invalid_writes(log_path):
 
 @needs_intel
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.timeout(1800)   # two builds under valgrind: about 2 minutes each on an idle core
 def test_valgrind_sees_the_fault_without_the_option_only(tmp_path):
     """Deterministic evidence: valgrind reports the pass's writes into freed memory on every
     build without the option (so this test can fail) and none with clradix imported."""
     src = reduced_kernel(64)
-    counts = {}
-    for mode in ("plain", "clradix"):
+    runs = {}
+    for mode in ("plain", "clradix"):   # both at once
         log = tmp_path / f"{mode}.log"
-        proc = _child(mode, INTEL[0], src, env=_without_option(),
-                      wrapper=("valgrind", "--error-limit=no", "--num-callers=8",
-                               f"--log-file={log}"))
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        cmd = ["valgrind", "--error-limit=no", "--num-callers=8", f"--log-file={log}",
+               sys.executable, "-c", _BUILD, mode, INTEL[0].platform.name]
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=_without_option())
+        proc.stdin.write(src)
+        proc.stdin.close()
+        runs[mode] = (proc, log)
+    counts = {}
+    for mode, (proc, log) in runs.items():
+        out, err = proc.communicate(timeout=1700)
+        assert proc.returncode == 0 and "built" in out, err[-3000:]
         counts[mode] = _invalid_writes(log)
     assert counts["plain"] > 0 and counts["clradix"] == 0, counts
 
@@ -160,7 +168,7 @@ _LATE = textwrap.dedent("""
     dev = next(d for p in cl.get_platforms() if p.name == sys.argv[1] for d in p.get_devices())
     ctx = cl.Context([dev])     # the runtime reads its options now, before clradix is imported
     import clradix
-    from clradix import runtime_faults
+    from clradix.core import runtime_faults
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)
     assert not runtime_faults.option_in_effect(dev)
     q = cl.CommandQueue(ctx)

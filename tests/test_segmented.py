@@ -11,7 +11,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix.keys import KEY_DTYPES, key_codec
+from clradix.core.keys import KEY_DTYPES, key_codec
 
 from conftest import fake_profile
 from data import float_specials
@@ -195,7 +195,7 @@ def test_segment_shapes(queue, small_sorter, rng, case):
 def test_default_policy(queue, rng):
     """The planner's own tile on this device: segments shorter and longer than it."""
     sorter = clradix.Sorter(queue.context)
-    tile = clradix.segmented.planner_of(sorter).plan(queue.device, key_codec(np.float32), 4)[1].tile
+    tile = sorter.planner.plan_segments(queue.device, key_codec(np.float32), 4)[1].tile
     lens = [3, tile, tile + 1, 2 * tile + 7, 1, 0, 100]
     offsets = np.concatenate([[0], np.cumsum(lens)])
     keys = float_specials(rng, np.float32, int(offsets[-1]))
@@ -208,7 +208,7 @@ def test_build_failure_shrinks_the_tile_then_the_ranking(queue, rng, monkeypatch
     allocation for the keys-only program with ballots at 16 keys per work-item): fewer keys per
     work-item first, then the local-memory ranking, each step one warning, and the same sorted
     rows; the planner remembers what built. A ranking the caller set ends in the error."""
-    from clradix import segmented
+    from clradix.planning import planner as segmented
     real_sort, real_plan = segmented.SegmentedSort, segmented.plan_segments
     tried = []
 
@@ -235,7 +235,7 @@ def test_build_failure_shrinks_the_tile_then_the_ranking(queue, rng, monkeypatch
         assert len(tried) == attempts
 
     sorter = clradix.Sorter(queue.context)
-    first = segmented.planner_of(sorter).plan(queue.device, key_codec(np.float32), 4)[1]
+    first = sorter.planner.plan_segments(queue.device, key_codec(np.float32), 4)[1]
     monkeypatch.setattr(segmented, "SegmentedSort", refusing(12, ("local", first.ranking)))
     check(sorter, "keys per work-item", 1 + (first.items_per_thread > 12))
     assert tried[-1] == (min(first.items_per_thread, 12), first.ranking)
@@ -415,7 +415,7 @@ def test_events_and_wait_for(queue, small_sorter, rng):
 
 def test_64bit_indices(queue, rng, monkeypatch):
     """The kernels with 64-bit counts and offsets (used from 2**31 keys on)."""
-    from clradix import sizes
+    from clradix.core import sizes
     monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
     sorter = clradix.Sorter(queue.context, segment_policy=SMALL)
     offsets, n = uneven_offsets(rng)
@@ -435,7 +435,8 @@ def test_plan_segments():
     """NVIDIA: a 4096-key tile for 32-bit keys with warp ballots, shrunk to fit 48 KiB for
     64-bit keys; CPUs without subgroups: the emulated ranking; overrides are kept, wrong ones
     refused with the field's name."""
-    from clradix.policy import PolicyError, plan_segments
+    from clradix.core.errors import PolicyError
+    from clradix.policies.segment import plan_segments
     nv = _profile()
     pol = plan_segments(nv, key_codec(np.float32), 4)
     assert (pol.tile, pol.ranking, pol.sg_size) == (4096, "ptx", 32)
@@ -459,5 +460,5 @@ def test_plan_segments():
 
 
 def _context_of_default():
-    from clradix.api import default_queue
+    from clradix.dispatch.api import default_queue
     return default_queue().context

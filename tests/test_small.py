@@ -7,8 +7,8 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix.keys import KEY_DTYPES
-from clradix.policy import PolicyError
+from clradix.core.keys import KEY_DTYPES
+from clradix.core.errors import PolicyError
 
 from conftest import check_sort, one_group_tile
 from data import DISTRIBUTIONS, float_specials

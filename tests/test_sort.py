@@ -6,8 +6,8 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import sizes as sizes_mod
-from clradix.keys import KEY_DTYPES
+from clradix.core import sizes as sizes_mod
+from clradix.core.keys import KEY_DTYPES
 
 from conftest import check_sort
 from data import DISTRIBUTIONS, float_specials, uniform
@@ -217,11 +217,11 @@ def test_trace_names_every_command(ctx, queue, rng, algorithm):
     """A driver's trace (used by the benchmarks' per-kernel breakdown) lists each command a sort
     enqueues, in order, ending with the event the sort returns: three 8-bit passes in place end
     with the copy home."""
-    from clradix.keys import key_codec
+    from clradix.core.keys import key_codec
     sorter = clradix.Sorter(ctx, algorithm=algorithm, radix_bits=8)
     n = 5 * TILE + 3
     keys = uniform(rng, np.uint32, n)
-    driver = sorter.planner.prepare(ctx.devices[0], key_codec(np.uint32), 0, n)
+    driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(np.uint32), 0, n)
     driver.trace = []
     d = cl_array.to_device(queue, keys)
     evt = sorter.sort(queue, d, end_bit=24)
@@ -257,10 +257,10 @@ def test_fused_scan(ctx, queue, rng, dtype):
 
 def test_fused_scan_trace(ctx, queue, rng):
     """fused_scan: each pass is rts_count and rts_scatter."""
-    from clradix.keys import key_codec
+    from clradix.core.keys import key_codec
     sorter = clradix.Sorter(ctx, algorithm="reduce_then_scan", radix_bits=8, fused_scan=True)
     n = 5 * TILE + 3
-    driver = sorter.planner.prepare(ctx.devices[0], key_codec(np.uint32), 0, n)
+    driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(np.uint32), 0, n)
     driver.trace = []
     d = cl_array.to_device(queue, uniform(rng, np.uint32, n))
     sorter.sort(queue, d).wait()

@@ -10,7 +10,7 @@ import pyopencl as cl
 import pytest
 
 import clradix
-from clradix.launches import LaunchSequence
+from clradix.core.launches import LaunchSequence
 
 from conftest import SORT_OPS, check_sort, one_group_tile
 from data import DISTRIBUTIONS

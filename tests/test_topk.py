@@ -14,12 +14,11 @@ import pyopencl.tools  # noqa: F401  (cl.tools)
 import pytest
 
 import clradix
-import clradix.sizes as sizes
-from clradix.arguments import Operand
-from clradix.keys import KEY_DTYPES, key_codec
-from clradix import radix_select
-from clradix.radix_select import TopkJob
-from clradix.topk_policy import plan_topk
+import clradix.core.sizes as sizes
+from clradix.core.keys import KEY_DTYPES, key_codec
+from clradix.drivers import radix_select
+from clradix.drivers.radix_select import TopkJob
+from clradix.policies.topk import plan_topk
 
 import data
 from conftest import FailingAllocator, check_topk, fake_profile, poison, returns_within
@@ -181,9 +180,9 @@ def test_threshold_pass(ctx, queue, rng, dtype, dist):
          else data.DISTRIBUTIONS[dist](rng, dtype, rows * n)).reshape(rows, n)
     for k in (1, 10, 300, 2500):
         # the expected candidates (rank x 16) fit half the buffer (1024) for k = 1 and 10 only
-        plan = sel.planner.plan(queue.device, key_codec(dtype), rows, n, k, True)
+        plan = sel.planner.plan_topk(queue.device, key_codec(dtype), rows, n, k, True)
         assert plan.sample == (512 if k <= 10 else 0), (k, plan.sample)
-        assert other.planner.plan(queue.device, key_codec(dtype), rows, n, k, True).sample == 0
+        assert other.planner.plan_topk(queue.device, key_codec(dtype), rows, n, k, True).sample == 0
         for largest in (True, False):
             for sorted_ in (True, False):
                 check_topk(queue, x, k, largest, sorted_, selector=sel)
@@ -195,18 +194,19 @@ def _threshold_state(queue, sel, x, k, largest=True):
     two state copies (0: what pass 0 reads, 1: topk_sample's)."""
     rows, n = x.shape
     codec = key_codec(x.dtype)
-    plan, driver = sel.planner.prepare(queue.device, codec, rows, n, k, True)
+    plan, driver = sel.planner.topk_driver(queue.device, codec, rows, n, k, True)
     assert plan.sample, "the plan has no threshold pass"
     a = cl_array.to_device(queue, x)
-    job = TopkJob(dataclasses.replace(plan, digits=-1), Operand(a.data, 0, a.size, a.dtype),
-                  rows, n, k, largest, cl_array.empty(queue, (rows, k), x.dtype),
-                  cl_array.empty(queue, (rows, k), plan.out_index_np), None)
+    job = TopkJob(dataclasses.replace(plan, digits=-1), rows, n, k, largest, None)
+    values = cl_array.empty(queue, (rows, k), x.dtype)
+    indices = cl_array.empty(queue, (rows, k), plan.out_index_np)
     blocks = []
 
     def alloc(nbytes):
         blocks.append(cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes))
         return blocks[-1]
-    driver.enqueue(queue, job, alloc, None).wait()
+    driver.sequence(job).run(queue, (a.data, values.data, None, indices.data, None),
+                             (0, 0, 0, 0, 0), alloc, None).wait()
     ix = np.dtype(plan.index_np)
     state_t = np.dtype([("pkey", "<u8"), ("ppos", ix), ("need", ix), ("count", ix),
                         ("src_count", ix), ("digits", "<u4"), ("bucket", "<u4"),
@@ -258,18 +258,18 @@ def test_threshold_build_failure_falls_back(ctx, queue, rng, monkeypatch):
     programs = clradix.Selector(ctx).planner.programs
     real_get = type(programs).get
 
-    def refusing(self, template, params):
+    def refusing(self, template, params, options=()):
         if params.get("part") == "threshold":
             raise clradix.KernelBuildError("refused (test)")
-        return real_get(self, template, params)
+        return real_get(self, template, params, options)
     monkeypatch.setattr(type(programs), "get", refusing)
     codec = key_codec(np.float32)
     y = rng.standard_normal((2, 16 * 2048)).astype(np.float32)
     sel = selector(ctx, "passes", sample_min_row=0)   # the planner's sample size
-    assert sel.planner.plan(queue.device, codec, 2, y.shape[1], 3, True).sample == 2048
+    assert sel.planner.plan_topk(queue.device, codec, 2, y.shape[1], 3, True).sample == 2048
     with pytest.warns(RuntimeWarning, match="without the threshold pass"):
         check_topk(queue, y, 3, selector=sel)
-    assert sel.planner.plan(queue.device, codec, 2, y.shape[1], 3, True).sample == 0
+    assert sel.planner.plan_topk(queue.device, codec, 2, y.shape[1], 3, True).sample == 0
     check_topk(queue, y, 3, selector=sel)
     asked = selector(ctx, "passes", sample_size=512, sample_min_row=0)
     with pytest.raises(clradix.KernelBuildError, match="refused"):
@@ -722,9 +722,9 @@ def test_none_options_are_the_planners(ctx):
     dev = ctx.devices[0]
     codec = clradix.key_codec(np.float32)
     planned = clradix.Selector(ctx, wg_size=None, items_per_thread=None, groups_per_cu=None,
-                               sort_size=None).planner.plan(dev, codec, 2, 10 ** 5, 10, True)
-    assert planned == clradix.Selector(ctx).planner.plan(dev, codec, 2, 10 ** 5, 10, True)
+                               sort_size=None).planner.plan_topk(dev, codec, 2, 10 ** 5, 10, True)
+    assert planned == clradix.Selector(ctx).planner.plan_topk(dev, codec, 2, 10 ** 5, 10, True)
     assert planned.wg >= 256 and planned.wg & (planned.wg - 1) == 0
-    forced = clradix.Selector(ctx, items_per_thread=4).planner.plan(dev, codec, 2, 10 ** 5, 10,
+    forced = clradix.Selector(ctx, items_per_thread=4).planner.plan_topk(dev, codec, 2, 10 ** 5, 10,
                                                                     True)
     assert forced.ipt == 4 and forced.wg == planned.wg

@@ -8,11 +8,12 @@ import pyopencl as cl
 import pytest
 
 import clradix
-from clradix import autotune, tuning
-from clradix.device import DeviceProfile
-from clradix.keys import key_codec
-from clradix.policy import SortPolicy, plan_sort
-from clradix.render import KernelBuildError
+from clradix import autotune
+from clradix.policies import tuning
+from clradix.core.device import DeviceProfile
+from clradix.core.keys import key_codec
+from clradix.policies.sort import SortPolicy, plan_sort
+from clradix.core.render import KernelBuildError
 
 from conftest import check_sort
 from data import float_specials

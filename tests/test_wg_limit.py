@@ -11,8 +11,8 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
-from clradix import driver as passes
-from clradix.policy import PolicyError
+from clradix.core import limits as passes
+from clradix.core.errors import PolicyError
 
 from conftest import check_sort
 from data import float_specials

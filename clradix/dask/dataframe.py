@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..keys import KEY_DTYPES
+from ..core.keys import KEY_DTYPES
 from .engines import engine as _engine
 
 _KEYS = set(KEY_DTYPES)

@@ -32,9 +32,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..device import all_devices, can_build, default_device
-from ..selector import Selector
-from ..sorter import Sorter
+from ..core.device import all_devices, can_build, default_device
+from ..dispatch.selector import Selector
+from ..dispatch.sorter import Sorter
 
 ENV = "CLRADIX_DEVICE"
 
@@ -143,7 +143,7 @@ def select_device(spec: Optional[str] = None, slot: int = 0) -> cl.Device:
 
 
 def use_device(spec: Optional[str] = None, slot: int = 0) -> WorkerDevice:
-    """Pick this process's device now (``spec`` and ``slot`` as :func:`select_device`) and make
+    """Pick this process's device now (``spec`` and ``slot`` as ``select_device``) and make
     its context, Sorter and Selector; later tasks use it. Calling it again with another choice
     replaces the device (tasks already running keep theirs)."""
     global _current, _choice

@@ -18,8 +18,8 @@ import time
 import numpy as np
 import pyopencl.array as cl_array
 
-from ..keys import key_codec
-from ..sizes import output_index_dtype
+from ..core.keys import key_codec
+from ..core.sizes import output_index_dtype
 from . import devices
 
 _times: collections.Counter[str] = collections.Counter()

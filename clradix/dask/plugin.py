@@ -58,7 +58,7 @@ def _gpus():
     """A spec matching the GPUs of the first platform that has a usable one; None (clradix's
     default device) when there is none."""
     import pyopencl as cl
-    from ..device import all_devices, can_build
+    from ..core.device import all_devices, can_build
     gpus = [d for d in all_devices() if d.type & cl.device_type.GPU and can_build(d)]
     return gpus[0].platform.name if gpus else None
 

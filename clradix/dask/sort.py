@@ -33,7 +33,7 @@ import operator
 
 import numpy as np
 
-from ..keys import key_codec
+from ..core.keys import key_codec
 from .engines import engine as _engine
 
 

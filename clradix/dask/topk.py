@@ -15,7 +15,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ..keys import key_codec
+from ..core.keys import key_codec
 from .engines import engine as _engine
 
 

@@ -34,3 +34,8 @@ def cl_index_name(dtype):
 def round_up(x, m):
     """The smallest multiple of ``m`` that is at least ``x``."""
     return -(-x // m) * m
+
+
+def pow2_floor(x):
+    """The largest power of two that is at most ``x`` (1 for x < 2)."""
+    return 1 << (max(int(x), 1).bit_length() - 1)

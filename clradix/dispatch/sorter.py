@@ -6,24 +6,25 @@ nothing waits on the host. The returned event is the only synchronisation point.
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from .arguments import (Operand, attach_event, check_disjoint, check_n, check_queue, in_order,
-                        operand)
-from . import segmented
-from .digit_passes import READY_SEQUENCES, digit_passes
-from .keys import key_codec, value_cl_type
-from .memory import QueuePools, checked_allocator, new_output
-from .planner import SortPlanner
-from .policy import SegmentPolicy, SortPolicy, check_overrides
-from .render import programs_for
-from .sizes import output_index_dtype, round_up
+from ..core.arguments import (Operand, attach_event, check_disjoint, check_n, check_queue,
+                              in_order, operand)
+from ..core.keys import key_codec, value_cl_type
+from ..core.memory import QueuePools, checked_allocator, new_output
+from ..core.render import programs_for
+from ..core.sizes import output_index_dtype
+from ..drivers.digit_passes import SortJob, digit_passes
+from ..planning.planner import Planner
+from ..policies.overrides import check_overrides
+from ..policies.segment import SegmentPolicy
+from ..policies.sort import SortPolicy
+from . import segments as segmented
 
 _VALUE_ITEMSIZES = (1, 2, 4, 8, 16)
 _NO_QUEUE = object()
@@ -33,7 +34,7 @@ class Sorter:
     """Stable radix sort, argsort of OpenCL buffers on one context.
 
     ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("reduce_then_scan" or
-    "onesweep") and the other :class:`~clradix.policy.SortPolicy` fields (``ranking``,
+    "onesweep") and the other :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``,
     ``ring_slots``, ``force_fallback``, ...) override the planner's policy, for tests and
     benchmarks; left as None, the planner chooses per device.
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
@@ -42,7 +43,7 @@ class Sorter:
     anything is enqueued.
 
     One Sorter may be used from several threads at once (each with its own queue of the Sorter's
-    context): planning, building and enqueueing hold the Sorter's lock, so its caches and the
+    context): planning, building and enqueueing hold its planner's lock, so its caches and the
     kernels' arguments are never touched by two threads together.
     """
 
@@ -62,20 +63,15 @@ class Sorter:
                             f"{type(segment_policy).__name__}")
         self.context = context
         self.allocator = allocator
-        #: the segmented sort's tuning (None fields: the planner chooses; clradix.segmented)
+        #: the segmented sort's tuning (None fields: the planner chooses)
         self.segment_policy = segment_policy
         self.overrides = dict(policy, radix_bits=radix_bits, wg_size=wg_size,
                               items_per_thread=items_per_thread, algorithm=algorithm)
         check_overrides(self.overrides)
         self._programs = programs_for(context)
-        #: plans, builds and keeps the drivers (clradix.planner)
-        self.planner = SortPlanner(self._programs, self.overrides)
-        self._lock = threading.RLock()
+        #: plans, builds and prepares sorts and segmented sorts (clradix.planning.planner)
+        self.planner = Planner(self._programs, self.overrides, segment_policy)
         self._pools = QueuePools()
-        # call configuration -> (planner generation, driver, its ready launch sequence)
-        self._ready: Dict[tuple, tuple] = {}
-        #: the segmented sorts' planner, made on first use (clradix.segmented.planner_of)
-        self._segmented: Optional[segmented.SegmentedPlanner] = None
         self._queue_checked = (_NO_QUEUE, False, None, 0)
 
     # ------------------------------------------------------------------ public API
@@ -96,7 +92,7 @@ class Sorter:
         tell) is permuted with the keys. ``begin_bit``/``end_bit`` restrict the sort to those bits
         of the order key. Floats sort like numpy: NaN last (first when descending), -0.0 == +0.0.
         ``segments`` (num_segments + 1 int32/int64 offsets: a pyopencl Array, or a numpy array)
-        sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.segmented).
+        sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.dispatch.segments).
         """
         checked = self._check_queue(queue)
         keys = operand(buf, self.context, "keys", dtype=dtype,
@@ -120,8 +116,8 @@ class Sorter:
         kb, ko = keys.buffer, keys.offset   # in place: in and out are one
         vb, vo = (vals.buffer, vals.offset) if vals else (None, 0)
         evt = self._enqueue(queue, codec, vals.dtype.itemsize if vals else 0, n, begin_bit,
-                            end_bit, descending, False, (kb, kb, vb, vb), (ko, ko, vo, vo),
-                            allocator, wait, checked)
+                            end_bit, descending, False, (kb, kb, vb, vb, None),
+                            (ko, ko, vo, vo, 0), allocator, wait, checked)
         return self._done(queue, evt, wait, keys, vals)
 
     def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
@@ -166,15 +162,10 @@ class Sorter:
             return out_arr, self._done(queue, evt, wait, o)
         if n == 0:
             return out_arr, self._done(queue, None, wait, o)
-        if n == 1 or begin_bit == end_bit:   # nothing to sort: the indices in order
-            algo = self.planner.prepare(queue.device, codec, idx_dtype.itemsize, n)
-            with self._lock:
-                evt = algo.iota(queue, (round_up(n, 256),), None, o.buffer, o.offset, n,
-                                wait_for=wait or None)
-            return out_arr, self._done(queue, evt, wait, o)
+        # (n == 1 or no bit to sort by: the driver's sequence writes the indices in order)
         evt = self._enqueue(queue, codec, idx_dtype.itemsize, n, begin_bit, end_bit, descending,
-                            True, (k.buffer, None, None, o.buffer), (k.offset, 0, 0, o.offset),
-                            allocator, wait, checked)
+                            True, (k.buffer, None, None, o.buffer, None),
+                            (k.offset, 0, 0, o.offset, 0), allocator, wait, checked)
         return out_arr, self._done(queue, evt, wait, o)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
@@ -185,7 +176,7 @@ class Sorter:
 
     def free_memory(self) -> None:
         """Release the temporaries the Sorter's memory pools hold for reuse."""
-        with self._lock:
+        with self.planner.lock:
             self._pools.free_held()
 
     def temp_bytes(self, n: int, dtype: DTypeLike = np.uint32,
@@ -204,7 +195,7 @@ class Sorter:
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if n <= 1 or begin_bit == end_bit:
             return 0
-        return self.planner.temp_bytes(device or self.context.devices[0], codec,
+        return self.planner.sort_temp_bytes(device or self.context.devices[0], codec,
                                        _value_bytes(value_dtype), n,
                                        lambda radix_bits: digit_passes(radix_bits, begin_bit,
                                                                        end_bit))
@@ -213,12 +204,14 @@ class Sorter:
         """Release this Sorter's kernels and the built programs of its context (shared by every
         Sorter and Selector of the context); they are rebuilt, from pyopencl's disk cache, on next
         use."""
-        with self._lock:
+        with self.planner.lock:
             self.planner.clear()
-            if self._segmented is not None:
-                self._segmented.clear()
-            self._ready.clear()
             self._programs.clear()
+
+    def temporaries(self, queue, allocator=None):
+        """The allocator of a call's temporaries on ``queue``: ``allocator``, else the Sorter's,
+        else the queue's memory pool; a failed allocation raises MemoryError naming the bytes."""
+        return checked_allocator(queue, allocator or self.allocator, pools=self._pools)
 
     # ------------------------------------------------------------------ internals
 
@@ -252,28 +245,20 @@ class Sorter:
 
     def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
                  buffers, offsets, allocator, wait, checked):
-        """Enqueue the ready launch sequence of the call configuration (sort and argsort alike;
-        planned, built and made ready on its first call), under the lock: no two threads set one
-        kernel's arguments at once."""
+        """Enqueue the prepared work of the call configuration (sort and argsort alike; planned,
+        built and made ready by the planner on its first call)."""
         _, in_order, device, device_ptr = checked
         key = (device_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
                argsort)
-        ready = self._ready.get(key)
-        generation = self.planner.generation
-        if ready is None or ready[0] != generation:
-            algo = self.planner.prepare(device, codec, value_bytes, n)
-            with self._lock:
-                seq = algo.sequence(n, begin_bit, end_bit, bool(descending), argsort,
-                                    bool(value_bytes) and not argsort)
-                ready = self._ready[key] = (generation, algo, seq)
-                while len(self._ready) > READY_SEQUENCES:
-                    self._ready.pop(next(iter(self._ready)))
-        _, algo, seq = ready
+        prepared = self.planner.ready(key)
+        if prepared is None:
+            job = SortJob(n, begin_bit, end_bit, bool(descending), argsort,
+                          bool(value_bytes) and not argsort)
+            prepared = self.planner.prepare_sort(key, device, codec, value_bytes, job)
         alloc = None
-        if seq.temp_sizes:
+        if prepared.sequence.temp_sizes:
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
-        with self._lock:
-            return seq.run(queue, buffers, offsets, alloc, wait, algo.trace, in_order)
+        return prepared.run(queue, buffers, offsets, alloc, wait, in_order)
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""

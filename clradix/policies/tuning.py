@@ -5,7 +5,8 @@ The cache is one JSON file in the user's cache folder (``platformdirs``), or in
 device identity (platform, device, driver version) and are only used by the clradix version that
 wrote them. A file that cannot be read, or was written by another version, is ignored with a
 warning (and replaced by the next ``python -m clradix autotune``); so is each entry of the wrong
-shape or type, and a tuned policy that cannot run on its device (:func:`clradix.policy.plan_sort`).
+shape or type, and a tuned policy that cannot run on its device
+(:func:`clradix.policies.sort.plan_sort`).
 The autotune harness that finds the winners is :mod:`clradix.autotune`.
 """
 
@@ -14,9 +15,9 @@ import os
 import warnings
 from dataclasses import asdict
 
-from ._version import __version__
-from .keys import KEY_DTYPES
-from .policy import policy_from_fields
+from .._version import __version__
+from ..core.keys import KEY_DTYPES
+from .sort import policy_from_fields
 
 FORMAT = 1
 

@@ -1,4 +1,4 @@
-"""Host orchestration of top-k: Selector.topk (the radix select driver: radix_select.py).
+"""Host orchestration of top-k: Selector.topk (the driver: clradix.drivers.radix_select).
 
 The k largest (or smallest) keys of each row and their positions, in one chain of enqueued
 kernels for all rows: no read-back, no loop over rows. Ties go to the smaller position and NaN
@@ -8,7 +8,6 @@ counts as the largest value, so the result is the same on every run and device.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -16,16 +15,17 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from .arguments import (Operand, buffer_size, attach_event, check_context, check_n, check_queue,
-                        operand)
-from .keys import key_codec
-from .memory import QueuePools, checked_allocator, new_output
-from .planner import TopkPlanner
-from .radix_select import RadixSelect, TopkJob, global_sorts
-from .render import programs_for
-from .sizes import output_index_dtype
+from ..core.arguments import (Operand, buffer_size, attach_event, check_context, check_n,
+                              check_queue, operand)
+from ..core.keys import key_codec
+from ..core.memory import QueuePools, checked_allocator, new_output
+from ..core.render import programs_for
+from ..core.sizes import output_index_dtype
+from ..drivers.radix_select import RadixSelect, global_sorts
+from ..planning.planner import Planner
+from ..policies.overrides import check_overrides
+from ..policies.topk import TopkPolicy
 from .sorter import Sorter, _events
-from .topk_policy import check_overrides
 
 
 class Selector:
@@ -37,7 +37,7 @@ class Selector:
     work-groups per compute unit share a row; ``sort_size`` the largest k sorted in local memory
     (a power of two up to 2048, lowered where the local memory holds fewer keys of the type;
     larger k use the radix sort). Left as None, the planner chooses
-    (:mod:`clradix.topk_policy`). ``allocator`` (a callable taking a byte count) provides
+    (``clradix.policies.topk``). ``allocator`` (a callable taking a byte count) provides
     temporaries; without one, each in-order queue gets a memory pool (``free_memory`` empties
     it). ``sorter``: the :class:`~clradix.Sorter` (same context) of the global-sort route. Every
     option is checked here: a wrong one is a TypeError or ValueError naming it.
@@ -50,17 +50,17 @@ class Selector:
                  sorter: Optional[Sorter] = None) -> None:
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
-        check_overrides(wg_size, items_per_thread, groups_per_cu, sort_size,
-                        min(d.max_work_group_size for d in context.devices))
+        check_overrides(dict(wg_size=wg_size, items_per_thread=items_per_thread,
+                             groups_per_cu=groups_per_cu, sort_size=sort_size), TopkPolicy,
+                        max_wg_size=min(d.max_work_group_size for d in context.devices))
         _check_helpers(context, allocator, sorter)
         self.context = context
         self.allocator = allocator
         self.overrides = dict(wg_size=wg_size, items_per_thread=items_per_thread,
                               groups_per_cu=groups_per_cu, sort_size=sort_size)
-        #: plans, builds and keeps the radix select drivers (clradix.planner)
-        self.planner = TopkPlanner(programs_for(context), self.overrides)
+        #: plans, builds and prepares the radix selects (clradix.planning.planner)
+        self.planner = Planner(programs_for(context), self.overrides)
         self._sorter = sorter
-        self._lock = threading.RLock()
         self._pools = QueuePools()
 
     #: when a list, topk() appends (kernel name, event) of each of its own commands (profiling)
@@ -100,7 +100,12 @@ class Selector:
         if values_out is not None and values_out is indices_out:
             raise ValueError("values_out and indices_out must be different arrays")
         if n_rows * k:   # plan and build first: a refused configuration allocates nothing
-            plan, driver = self.planner.prepare(queue.device, codec, n_rows, row_len, k, sorted)
+            key = (queue.device.int_ptr, codec.dtype, n_rows, row_len, k, bool(sorted),
+                   bool(largest))
+            prepared = self.planner.ready(key)
+            if prepared is None:
+                prepared = self.planner.prepare_topk(key, queue.device, codec, n_rows, row_len, k,
+                                                     sorted, largest, self._get_sorter)
         # new outputs before anything is enqueued: a failed allocation is a MemoryError naming
         # the bytes, and no byte of the keys or outputs changes
         user = allocator or self.allocator
@@ -113,12 +118,12 @@ class Selector:
         if n_rows * k == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait or None)
         else:
-            sorter = self._get_sorter() if plan.route == "global" else None
-            job = TopkJob(plan, src, n_rows, row_len, k, largest, values, indices, sorter)
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
-            with self._lock:
-                driver.trace = self.trace
-                evt = driver.enqueue(queue, job, alloc, wait)
+            prepared.driver.trace = self.trace
+            buffers = (src.buffer, values.base_data, None, indices.base_data, None)
+            offsets = (src.offset, values.offset // values.dtype.itemsize, 0,
+                       indices.offset // indices.dtype.itemsize, 0)
+            evt = prepared.run(queue, buffers, offsets, alloc, wait)
         # not Array.add_event: it waits on the host once an array holds more than 12 events
         for a in (values, indices):
             attach_event(a, evt, replaced[id(a)])
@@ -135,7 +140,7 @@ class Selector:
         if rows * k == 0:
             return 0
         device = device or self.context.devices[0]
-        plan = self.planner.plan(device, codec, rows, row_len, k, sorted)
+        plan = self.planner.plan_topk(device, codec, rows, row_len, k, sorted)
         total = RadixSelect.temp_bytes(plan, codec, rows, k)
         if plan.route == "global":
             sorter = self._get_sorter()
@@ -145,7 +150,7 @@ class Selector:
 
     def free_memory(self) -> None:
         """Release the temporaries the Selector's (and its Sorter's) memory pools hold for reuse."""
-        with self._lock:
+        with self.planner.lock:
             self._pools.free_held()
             if self._sorter is not None:
                 self._sorter.free_memory()
@@ -202,7 +207,7 @@ class Selector:
         check_context(self.context, out.context, what)
 
     def _get_sorter(self):
-        with self._lock:
+        with self.planner.lock:
             if self._sorter is None:
                 self._sorter = Sorter(self.context, allocator=self.allocator)
             return self._sorter

@@ -149,8 +149,16 @@ def _supported():
     return f"{names}, bool or bfloat16"
 
 
-# Values are moved as opaque bytes: one OpenCL type per width.
+# Values are moved as opaque bytes: one OpenCL type per width (the one value-width map: the
+# drivers and the templates' parameters take it from here).
 VALUE_CL_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "uint4"}
+# ... and its inverse: the width of a value type a program was rendered with (None: no values)
+VALUE_BYTES: Dict[Optional[str], int] = {None: 0, **{t: w for w, t in VALUE_CL_TYPES.items()}}
+
+
+def value_type_of(value_bytes):
+    """The OpenCL type of ``value_bytes``-byte values (None for 0: no values)."""
+    return VALUE_CL_TYPES[value_bytes] if value_bytes else None
 
 
 # Short names accepted wherever a dtype is typed on a command line.

@@ -1,20 +1,24 @@
-"""Ready launch sequences: the commands of one call configuration, built once, replayed per call.
+"""Ready launch sequences: the commands of one call configuration, built once, replayed per call;
+the one path by which every driver enqueues its kernels.
 
-A sort driver turns a call configuration (n, bit range, direction, in place or argsort) into a
+A driver turns a call configuration (n, bit range, direction, in place or argsort) into a
 :class:`LaunchSequence` once: every kernel launch with its global and local sizes and its
-constant arguments already packed, every fill and copy, and the sizes of the temporaries. A call
-then only allocates the temporaries (from the queue's memory pool), sets the arguments that name
-its buffers and offsets, and enqueues: no planning, rendering, argument typing or numpy scalars.
+constant arguments already packed and checked against the kernel's declaration (its parameters
+as the rendered source declares them: clradix.core.declarations), every fill and copy, and the
+sizes of the temporaries. A call then only allocates the temporaries (from the queue's memory
+pool), sets the arguments that name its buffers and offsets, and enqueues: no planning,
+rendering, argument typing or numpy scalars.
 
-Operands are slots: the caller's four buffers (``KEYS_IN``, ``KEYS_OUT``, ``VALS_IN``,
-``VALS_OUT``) and then the temporaries; in a launch's argument list ``Buf(slot)`` stands for the
-slot's buffer and ``Off(slot)`` for its element offset (a temporary's offset is the constant 0).
+Operands are slots: the caller's five buffers (``KEYS_IN``, ``KEYS_OUT``, ``VALS_IN``,
+``VALS_OUT``, ``SEGMENTS``; an operation names its own operands by them) and then the
+temporaries; in a launch's argument list ``Buf(slot)`` stands for the slot's buffer and
+``Off(slot)`` for its element offset (a temporary's offset is the constant 0).
 
 Kernel arguments persist in an OpenCL kernel object, so each launch position of a driver (the
 k-th launch of a kernel in its sequences) has a kernel object of its own, shared by the driver's
 sequences: a launch sets its constants again only when another sequence used that object since
 (one identity test per launch otherwise), and an offset only when it changed. Setting arguments
-and enqueueing must therefore not happen in two threads at once for one driver: the Sorter's
+and enqueueing must therefore not happen in two threads at once for one driver: the planner's
 lock guarantees it.
 """
 
@@ -23,8 +27,8 @@ import struct
 import numpy as np
 import pyopencl as cl
 
-KEYS_IN, KEYS_OUT, VALS_IN, VALS_OUT = range(4)
-CALLER_SLOTS = 4
+KEYS_IN, KEYS_OUT, VALS_IN, VALS_OUT, SEGMENTS = range(5)
+CALLER_SLOTS = 5
 
 # pyopencl's generated kernel invokers set packed scalars with this method (no numpy scalar, no
 # argument-type lookup); Kernel.set_arg is the portable fallback (about 10 us per scalar on PoCL).
@@ -85,6 +89,36 @@ class _Launch:
         return cl.enqueue_nd_range_kernel(queue, knl, self.gsize, self.lsize, wait_for=wait)
 
 
+def _checked_arg(kernel_name, param, arg, index):
+    """``arg`` of the kernel parameter ``param`` as a launch holds it: ("buf", slot), ("off",
+    slot) or ("const", packed bytes); TypeError naming the kernel, the parameter and what was
+    given when it is not one the parameter takes."""
+    where = f"kernel {kernel_name}: parameter {index} ({param.cl_type} {param.name})"
+    if param.dtype is None:
+        if isinstance(arg, Buf):
+            return "buf", int(arg)
+        raise TypeError(f"{where} takes a buffer, got {arg!r} ({type(arg).__name__})")
+    if isinstance(arg, Buf):
+        raise TypeError(f"{where} takes a {param.cl_type} scalar, got the buffer of slot "
+                        f"{int(arg)}")
+    if isinstance(arg, Off):
+        if param.dtype != np.uint64:
+            raise TypeError(f"{where} takes a {param.cl_type}, got the element offset of slot "
+                            f"{int(arg)} (a ulong)")
+        return "off", int(arg)
+    d = param.dtype
+    if d.kind in "iu":
+        if not isinstance(arg, (int, np.integer)):
+            raise TypeError(f"{where} takes an integer, got {arg!r} ({type(arg).__name__})")
+        info = np.iinfo(d)
+        if not info.min <= int(arg) <= info.max:
+            raise TypeError(f"{where} takes values from {info.min} to {info.max}, got {arg!r}")
+        return "const", np.asarray(int(arg), d).tobytes()
+    if not isinstance(arg, (int, float, np.integer, np.floating)) or isinstance(arg, bool):
+        raise TypeError(f"{where} takes a number, got {arg!r} ({type(arg).__name__})")
+    return "const", np.asarray(arg, d).tobytes()
+
+
 _ULONG = struct.Struct("<Q")
 
 
@@ -117,9 +151,38 @@ def _offset(offsets, off):
     return offsets[off] if isinstance(off, Off) else off
 
 
+class _ReadCheck:
+    """Read a count from a temporary (blocking) and raise ValueError when it is not zero: a
+    verdict a kernel wrote, read back before the commands after it are enqueued."""
+
+    __slots__ = ("name", "slot", "dtype", "message")
+
+    def __init__(self, name, slot, dtype, message):
+        self.name, self.slot, self.dtype, self.message = name, slot, dtype, message
+
+    def enqueue(self, queue, objs, offsets, wait):
+        bad = np.zeros(1, self.dtype)
+        evt = cl.enqueue_copy(queue, bad, objs[self.slot], wait_for=wait)
+        if bad[0]:
+            raise ValueError(self.message)
+        return evt
+
+
+class _Call:
+    """Commands another object enqueues (the radix sorts of top-k's global route): ``fn(queue,
+    objs, offsets, alloc, wait)`` returns the event of its last command."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+
 class LaunchSequence:
     """The commands of one call configuration of a driver (built by the driver's ``sequence``
-    method through :meth:`launch`, :meth:`fill`, :meth:`copy` and :meth:`temp`)."""
+    method through :meth:`launch`, :meth:`fill`, :meth:`copy`, :meth:`read_check`, :meth:`call`
+    and :meth:`temp`). ``driver`` provides ``declaration(kernel name)`` (its parameters) and
+    ``kernel_slot(kernel name, position)``."""
 
     def __init__(self, driver):
         self.driver = driver
@@ -134,25 +197,27 @@ class LaunchSequence:
 
     def launch(self, name, kernel_name, gsize, lsize, args):
         """A launch of the driver's kernel ``kernel_name``; ``args`` in the kernel's order: Buf and
-        Off markers, or constants (typed by the driver's ``arg_types[kernel_name]``)."""
+        Off markers, or constants. Each is checked against the kernel's declaration here, when
+        the sequence is made (TypeError naming the kernel, the parameter and what was given);
+        a call only replays what passed."""
+        params = self.driver.declaration(kernel_name)
+        if len(params) != len(args):
+            raise TypeError(f"kernel {kernel_name}: expected {len(params)} arguments "
+                            f"({', '.join(p.name for p in params)}), got {len(args)}")
+        consts, bufs, offs = [], [], []
+        for i, (param, a) in enumerate(zip(params, args)):
+            kind, value = _checked_arg(kernel_name, param, a, i)
+            if kind == "buf":
+                bufs.append((i, value))
+            elif kind == "off":
+                offs.append((i, value))
+            else:
+                consts.append((i, value, param.dtype))
         pos = self._positions.get(kernel_name, 0)
         self._positions[kernel_name] = pos + 1
-        types = self.driver.arg_types[kernel_name]
-        if len(types) != len(args):
-            raise TypeError(f"{kernel_name}: {len(args)} arguments for {len(types)} parameters")
-        consts, bufs, offs = [], [], []
-        for i, (t, a) in enumerate(zip(types, args)):
-            if isinstance(a, Buf):
-                bufs.append((i, int(a)))
-            elif isinstance(a, Off):
-                offs.append((i, int(a)))
-            elif t is None:
-                raise TypeError(f"{kernel_name}: argument {i} is a buffer, got {a!r}")
-            else:
-                d = np.dtype(t)
-                consts.append((i, np.asarray(a, d).tobytes(), d))
         self.steps.append(_Launch(name, self.driver.kernel_slot(kernel_name, pos),
-                                  tuple(int(g) for g in gsize), tuple(int(x) for x in lsize),
+                                  tuple(int(g) for g in gsize),
+                                  None if lsize is None else tuple(int(x) for x in lsize),
                                   tuple(consts), tuple(bufs), tuple(offs)))
 
     def fill(self, name, target, pattern, nbytes):
@@ -164,13 +229,23 @@ class LaunchSequence:
         self.steps.append(_Copy(name, (int(src[0]), src[1]), (int(dst[0]), dst[1]), int(nbytes),
                                 itemsize))
 
+    def read_check(self, name, target, dtype, message):
+        """Read one ``dtype`` count from temporary ``target`` and raise ValueError(``message``)
+        when it is not zero (the commands after it are not enqueued)."""
+        self.steps.append(_ReadCheck(name, int(target[0]), np.dtype(dtype), message))
+
+    def call(self, name, fn):
+        """Commands another object enqueues: ``fn(queue, objs, offsets, alloc, wait)`` returns
+        its last event."""
+        self.steps.append(_Call(name, fn))
+
     def names(self):
         """The commands' names, in order (what a driver's trace records)."""
         return [s.name for s in self.steps]
 
     def run(self, queue, buffers, offsets, alloc, wait, trace=None, in_order=False):
         """Enqueue the sequence after the events ``wait`` (a list, may be empty): ``buffers`` and
-        ``offsets`` are the caller's four slots (None where unused), temporaries come from
+        ``offsets`` are the caller's five slots (None where unused), temporaries come from
         ``alloc(nbytes)``. Returns the last command's event; ``trace`` (a list or None) gets
         (name, event) of each command.
 
@@ -185,7 +260,10 @@ class LaunchSequence:
         evt = None
         wait = wait or None
         for step in self.steps:
-            evt = step.enqueue(queue, objs, offsets, wait)
+            if step.__class__ is _Call:
+                evt = step.fn(queue, objs, offsets, alloc, wait)
+            else:
+                evt = step.enqueue(queue, objs, offsets, wait)
             if trace is not None:
                 trace.append((step.name, evt))
             wait = None if in_order else [evt]

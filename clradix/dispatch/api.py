@@ -1,6 +1,6 @@
 """numpy-like conveniences on pyopencl arrays: ``clradix.sort``, ``clradix.argsort`` and
 ``clradix.topk``, with one shared Sorter and Selector per context. 1-D arrays, and each row of a
-C-contiguous 2-D array (the last axis only; sort and argsort through clradix.segmented); numpy
+C-contiguous 2-D array (the last axis only; sort and argsort through clradix.dispatch.segments); numpy
 arrays are copied to the default device (``default_queue``) and the results copied back.
 
 The signatures follow numpy's and torch's where they meet: ``kind`` (numpy) and ``stable``
@@ -18,12 +18,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from . import segmented
-from .arguments import attach_event, check_queue, operand
-from .device import default_device
-from .keys import key_codec
+from ..core.arguments import attach_event, check_queue, operand
+from ..core.device import default_device
+from ..core.keys import key_codec
+from ..core.sizes import output_index_dtype
+from . import segments as segmented
 from .selector import Selector
-from .sizes import output_index_dtype
 from .sorter import Sorter
 
 #: numpy's sort kinds; clradix gives the stable order for each

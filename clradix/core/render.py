@@ -18,6 +18,7 @@ from mako import exceptions as mako_exceptions
 from mako.lookup import TemplateLookup
 
 from . import runtime_faults
+from .declarations import parse_kernels
 
 
 class TemplateRenderError(RuntimeError):
@@ -32,10 +33,10 @@ class KernelBuildError(RuntimeError):
 def template_dir():
     """The folder holding the ``.mako`` templates: the installed package, or the source checkout."""
     try:
-        from . import cl_templates  # installed wheel: clradix/cl_templates
+        from .. import cl_templates  # installed wheel: clradix/cl_templates
         return Path(cl_templates.__file__).parent
     except ImportError:
-        here = Path(__file__).resolve().parent.parent / "cl_templates"
+        here = Path(__file__).resolve().parents[2] / "cl_templates"
         if here.is_dir():
             return here
         raise
@@ -75,9 +76,12 @@ class ProgramCache:
     def __init__(self, context):
         self.context = context
         self._programs = {}
+        self._declarations = {}
+        self._sources = {}   # (template, parameters) -> rendered source, until parsed
         self._lock = threading.Lock()
 
     def get(self, template_name, params, options=()):
+        """The built program of ``template_name`` rendered with ``params``."""
         key = (template_name, tuple(sorted(params.items())), tuple(options))
         with self._lock:
             prg = self._programs.get(key)
@@ -86,9 +90,23 @@ class ProgramCache:
                 self._programs[key] = prg
             return prg
 
+    def declarations(self, template_name, params):
+        """{kernel name: its parameters} of the rendered program (clradix.core.declarations): the
+        one declaration of each kernel's arguments is its ``.mako``."""
+        key = (template_name, tuple(sorted(params.items())))
+        with self._lock:
+            decls = self._declarations.get(key)
+            if decls is None:
+                source = self._sources.pop(key, None)
+                if source is None:
+                    source = render(template_name, **params)
+                decls = self._declarations[key] = parse_kernels(source)
+            return decls
+
     def _build(self, template_name, params, options):
         start = time.perf_counter()
         source = render(template_name, **params)
+        self._sources[(template_name, tuple(sorted(params.items())))] = source
         try:
             if runtime_faults.needs_isolation(self.context):
                 device = self.context.devices[0]  # one platform, hence one CPU device
@@ -115,6 +133,8 @@ class ProgramCache:
     def clear(self):
         with self._lock:
             self._programs.clear()
+            self._declarations.clear()
+            self._sources.clear()
 
 
 _caches: "weakref.WeakKeyDictionary[cl.Context, ProgramCache]" = weakref.WeakKeyDictionary()

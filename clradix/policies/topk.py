@@ -17,9 +17,9 @@ from typing import Optional
 
 import numpy as np
 
-from .device import DeviceProfile
-from .policy import PolicyError, pow2_floor
-from .sizes import index_type, output_index_dtype
+from ..core.device import DeviceProfile
+from ..core.errors import PolicyError
+from ..core.sizes import index_type, output_index_dtype, pow2_floor
 
 DIGIT_BITS = 11
 RADIX = 1 << DIGIT_BITS
@@ -106,9 +106,9 @@ class TopkPlan:
         return np.dtype(self.index_np).itemsize
 
 
-def check_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
-                    max_wg_size=None, single_max=None, cand_cap=None, sample_size=None,
-                    sample_min_row=None):
+def check_topk_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
+                         max_wg_size=None, single_max=None, cand_cap=None, sample_size=None,
+                         sample_min_row=None):
     """TypeError or ValueError naming the option unless each is None (the planner decides) or a
     value the radix select can run with (wg_size at most ``max_wg_size`` when given)."""
     for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
@@ -161,7 +161,7 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     """The TopkPlan of the k largest or smallest of ``rows`` rows of ``row_len`` keys of
     ``codec``; ``overrides`` (TopkPolicy fields) replace the planner's choice when not None."""
     fields = {name: v for name, v in overrides.items() if v is not None}
-    check_overrides(**{n: v for n, v in fields.items() if n != "wg_size"})
+    check_topk_overrides(**{n: v for n, v in fields.items() if n != "wg_size"})
     policy = replace(_DEFAULTS["gpu" if profile.is_gpu else "cpu"], **fields)
     if "wg_size" not in fields and policy.wg_size > profile.max_wg_size:
         policy = replace(policy, wg_size=max(MIN_WG, pow2_floor(profile.max_wg_size)))

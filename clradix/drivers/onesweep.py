@@ -9,15 +9,14 @@ beyond the histogram's.
 """
 
 import re
-
 from typing import Tuple
 
 import numpy as np
 
+from ..core.keys import VALUE_BYTES
+from ..core.sizes import index_bytes
+from ..policies.sort import ONESWEEP_PORTION
 from .digit_passes import DigitPasses
-from .reduce_then_scan import OneLaunch
-from .policy import ONESWEEP_PORTION
-from .sizes import index_bytes
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
 PORTION = ONESWEEP_PORTION
@@ -27,40 +26,12 @@ class Onesweep(DigitPasses):
     template = "onesweep.cl.mako"
     kernel_names: Tuple[str, ...] = ("os_histogram", "os_bins", "os_pass")
 
-    def template_params(self, pol):
-        return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
-                    lookback=pol.lookback, spin_limit=pol.spin_limit,
-                    ring_guard=pol.ring_guard,
-                    tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
-                    force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
-                    status_atomics=self._status_atomics(),
-                    serial_claim="oclgrind" in self.profile.platform.lower())
+    def template_params(self, policy, profile, device):
+        return onesweep_params(policy, profile, device, self.codec, self.value_t,
+                               self.index_bytes)
 
-    def _status_atomics(self):
-        """How work-groups read and write the status words: PTX relaxed loads and stores on NVIDIA
-        GPUs; OpenCL C 2.0 relaxed atomic loads and stores where the compiler has them (plain
-        accesses on a CPU); else OpenCL 1.2 read-modify-writes (correct, but each is a locked
-        instruction on a CPU)."""
-        if self.profile.is_nvidia and self.profile.is_gpu:
-            return "ptx"
-        return "c11" if _c_version(self.device) >= (2, 0) else "cl12"
-
-    def build_options(self):
-        if self._status_atomics() == "c11":
-            major, minor = _c_version(self.device)
-            return ["-cl-std=CL3.0" if major >= 3 else "-cl-std=CL2.0"]
-        return []
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        ulong, uint, idx = np.uint64, np.uint32, self.index_np
-        key_np = self.codec.unsigned_dtype.type
-        vals = [None, ulong, None, ulong, uint] if self.value_t else []
-        self.arg_types = {
-            "os_histogram": [None, ulong, idx, None, uint, uint, key_np, None, uint],
-            "os_bins": [None, None],
-            "os_pass": [None, ulong, None, ulong] + vals
-                       + [None, uint, uint, None, None, uint, idx, uint, uint, uint, key_np, uint]}
+    def build_options(self, profile, device):
+        return onesweep_options(profile, device)
 
     def hist_groups(self, n):
         """Work-groups that count the digits of n keys (each reads 16 keys per work-item at
@@ -108,6 +79,39 @@ class Onesweep(DigitPasses):
                                shift, mask, flip, write_keys])
 
 
+def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
+    """The template parameters of onesweep.cl.mako beyond the keys', values' and tile's (every
+    onesweep driver's, os_small's included). ``stage_bytes``: the staging area the policy
+    budgets in local memory (SortPolicy.stage_bytes, the one computation of it)."""
+    return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
+                lookback=pol.lookback, spin_limit=pol.spin_limit,
+                ring_guard=pol.ring_guard,
+                tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
+                force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
+                status_atomics=status_atomics(profile, device),
+                serial_claim="oclgrind" in profile.platform.lower(),
+                stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]))
+
+
+def status_atomics(profile, device):
+    """How work-groups read and write the status words: PTX relaxed loads and stores on NVIDIA
+    GPUs; OpenCL C 2.0 relaxed atomic loads and stores where the compiler has them (plain
+    accesses on a CPU); else OpenCL 1.2 read-modify-writes (correct, but each is a locked
+    instruction on a CPU)."""
+    if profile.is_nvidia and profile.is_gpu:
+        return "ptx"
+    return "c11" if _c_version(device) >= (2, 0) else "cl12"
+
+
+def onesweep_options(profile, device):
+    """The compiler options of onesweep.cl.mako on ``device``: the OpenCL C version of the c11
+    status atomics."""
+    if status_atomics(profile, device) == "c11":
+        major, minor = _c_version(device)
+        return ["-cl-std=CL3.0" if major >= 3 else "-cl-std=CL2.0"]
+    return []
+
+
 def _c_version(device):
     """(major, minor) of the device's OpenCL C (CL_DEVICE_OPENCL_C_VERSION, "OpenCL C 3.1 ...")."""
     m = re.match(r"OpenCL C (\d+)\.(\d+)", getattr(device, "opencl_c_version", "") or "")
@@ -121,15 +125,6 @@ class OnesweepFused(Onesweep):
     the histogram and one status ring per pass, and the digit starts."""
 
     kernel_names = ("os_fused",)
-
-    def __init__(self, *args):
-        DigitPasses.__init__(self, *args)
-        ulong, uint = np.uint64, np.uint32
-        key_np = self.codec.unsigned_dtype.type
-        stream = [None, ulong] * 3
-        vals = [None, ulong] * 3 + [uint] if self.value_t else []
-        self.arg_types = {"os_fused": stream + vals + [None, None, uint, uint, uint, key_np, uint,
-                                                       uint, uint, uint]}
 
     @classmethod
     def _layout(cls, policy, index_bytes, key_bits, npasses):
@@ -183,10 +178,3 @@ def _first_and_pingpong(io):
         if (p > 0 and src != (io[p - 1][1])) or (dst is not None and dst != want_dst):
             raise AssertionError(f"os_fused: pass {p} of {io} does not alternate")
     return first, a, b
-
-
-class OnesweepSmall(OneLaunch, Onesweep):
-    """A sort of at most one tile of keys by one work-group in one launch (os_small): every
-    8-bit digit ranked as onesweep's passes rank them, in local memory."""
-
-    kernel_names = ("os_small",)

@@ -1,4 +1,4 @@
-"""Sort policies (plain frozen values), their built-in defaults, and the sort planner.
+"""Sort policies (plain frozen values), their built-in defaults, and the pure sort planner.
 
 A policy says how a sort runs: the algorithm, the radix bits of a digit pass, the work-group size,
 the items each work-item ranks, and how many blocks per compute unit the reduce-then-scan passes use.
@@ -12,7 +12,8 @@ import typing
 import warnings
 from dataclasses import MISSING, dataclass, replace
 
-from .sizes import index_bytes
+from ..core.errors import PolicyError
+from ..core.sizes import index_bytes, pow2_floor
 
 ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
 RADIX_BITS = (2, 4, 8)
@@ -20,10 +21,6 @@ RANKINGS = ("local", "ptx", "khr", "intel")
 RING_GUARDS = ("flags", "tail")
 # Onesweep's look-back words hold 29-bit counts: larger sorts run in portions of this many keys.
 ONESWEEP_PORTION = 1 << 28
-
-
-class PolicyError(ValueError):
-    """A policy that cannot run on a device; the message names the device and the limit."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,16 @@ class SortPolicy:
     def radix(self):
         return 1 << self.radix_bits
 
+    def stage_bytes(self, key_bytes, index_bytes, value_bytes=0):
+        """Onesweep's staging area in local memory: a tile of keys, then of values; os_fused also
+        counts every pass's digits (MAXP x RADIX words) and scans (wg_size indices) there. The
+        template sizes its staging array by it (its parameter ``stage_bytes``)."""
+        raw = self.tile * max(key_bytes, value_bytes or 0)
+        if self.fused_passes:
+            raw = max(raw, -(-8 * key_bytes // self.radix_bits) * self.radix * 4,
+                      self.wg_size * index_bytes)
+        return raw
+
     def local_bytes(self, key_bytes, index_bytes, value_bytes=0):
         """Local memory of the largest kernel under this policy."""
         if self.algorithm == "single_wg" and self.radix_bits == 8:   # os_small
@@ -67,11 +74,7 @@ class SortPolicy:
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
         if self.algorithm == "onesweep":
-            raw = self.tile * max(key_bytes, value_bytes or 0)
-            if self.fused_passes:   # os_fused counts every pass's digits there
-                raw = max(raw, -(-8 * key_bytes // self.radix_bits) * self.radix * 4,
-                          self.wg_size * index_bytes)
-            return (raw                                            # staging of keys, then values
+            return (self.stage_bytes(key_bytes, index_bytes, value_bytes)  # keys, then values
                     + self.tile                                    # the staged keys' digits
                     + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
                     + self.wg_size * 8                             # scan + match scratch
@@ -166,7 +169,7 @@ def check_field(name, value):
             f"{name}={value!r} ({type(value).__name__}): {name} takes {accepted}")
 
 
-def check_overrides(overrides):
+def check_sort_overrides(overrides):
     """Raise TypeError or ValueError (naming the field, the value and what it accepts) unless every
     item of ``overrides`` is a SortPolicy field and its value None (the planner chooses) or one the
     field takes (see :func:`check_field`)."""
@@ -204,7 +207,7 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     Keyword overrides (any SortPolicy field) replace the planner's choice when not None.
     A tuned policy that cannot run here is skipped with a RuntimeWarning naming its entry and why.
     """
-    check_overrides(overrides)
+    check_sort_overrides(overrides)
     if tuned and not any(v is not None for v in overrides.values()):
         picked = _tuned_policy(profile, codec, value_bytes, n, tuned)
         if picked is not None:
@@ -317,10 +320,6 @@ def _small_policy(profile, codec, value_bytes, fields):
     return pol if pol.tile >= 256 else None
 
 
-def pow2_floor(x):
-    return 1 << (max(int(x), 1).bit_length() - 1)
-
-
 def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None):
     """Raise PolicyError (naming the device) if ``policy`` cannot run there."""
     dev = profile.describe()
@@ -350,6 +349,12 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
+    if policy.fused_passes and fused_unreliable(profile):
+        raise PolicyError(f"fused_passes is refused on {dev}: the one-launch onesweep program "
+                          f"gave wrong keys or wrote out of bounds there now and then when PoCL "
+                          f"ran its work-groups on two threads (2 of 3 runs of 300 sorts, "
+                          f"2026-11-25; none on one thread, none with fused_passes=False); sort "
+                          f"with fused_passes=False (the planner's choice there)")
     if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
         raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
                           f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "
@@ -373,6 +378,14 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
 
 def _radix_bits_message(radix_bits):
     return f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8"
+
+
+def fused_unreliable(profile):
+    """Whether ``profile`` is PoCL, where os_fused's work-groups, waiting on one another inside
+    one launch, sorted wrongly or wrote out of bounds at random on two threads; the cause (PoCL's
+    scheduling or compilation of that program, or a race the other drivers never expose) is not
+    found, and nothing plans os_fused on a CPU by default."""
+    return "portable computing language" in profile.platform.lower()
 
 
 def ranking_backends(profile):
@@ -420,113 +433,3 @@ def _validate_onesweep(policy, profile):
     if policy.lookback < 1 or policy.lookback + slack > policy.ring_slots:
         raise PolicyError(f"ring_slots={policy.ring_slots} must be at least lookback "
                           f"({policy.lookback}) + {slack}")
-
-
-# ---------------------------------------------------------------- segmented sort (segmented.py)
-
-@dataclass(frozen=True)
-class SegmentPolicy:
-    """The tuning of a segmented sort (every segment, or every row, sorted on its own). A field
-    left None is the planner's choice (:func:`plan_segments`).
-
-    The thresholds, by segment length: up to one tile (``wg_size x items_per_thread`` keys) a
-    segment is sorted in local memory by one work-group, which takes ``segments_per_group``
-    consecutive segments and sorts those that fit one tile together; a longer segment of T tiles
-    gets min(T, ``blocks_per_segment``) work-groups for each 8-bit digit pass (medium segments:
-    one tile each; large ones: consecutive tiles each).
-    """
-
-    wg_size: typing.Optional[int] = None
-    items_per_thread: typing.Optional[int] = None
-    ranking: typing.Optional[str] = None        # subgroup primitives of the ranking (common.mako)
-    sg_size: typing.Optional[int] = None
-    blocks_per_segment: typing.Optional[int] = None
-    segments_per_group: typing.Optional[int] = None  # 0: from the average length (rows: exact)
-
-    @property
-    def tile(self):
-        return self.wg_size * self.items_per_thread
-
-    def local_bytes(self, key_bytes, index_bytes):
-        """Local memory of the larger kernel (seg_local, seg_scatter)."""
-        nw = self.wg_size // self.sg_size
-        return (self.tile * (key_bytes + 2)          # keys of the tile + their source slots
-                + nw * 256 * 4                       # per-subgroup digit counters
-                + self.wg_size * 4 * (2 if self.ranking == "local" else 1)  # scan (+ match)
-                + (SEGMENTS_PER_GROUP_MAX + 1) * index_bytes + 16)  # the group's bounds
-
-
-# A work-group of seg_local takes at most this many segments (a pass by segment uses one digit).
-SEGMENTS_PER_GROUP_MAX = 256
-
-_SEGMENT_DEFAULTS = {
-    # NVIDIA: one work-group of 256 per tile of 4096 keys, so that a 4096-key row is one
-    # work-group's tile (4 passes of 8-bit digits ranked with warp ballots); 64-bit keys shrink
-    # the tile to fit 48 KiB. Not measured yet on a GPU: the starting point for autotuning.
-    "nvidia": SegmentPolicy(256, 16, "ptx", 32, 256, 0),
-    "gpu": SegmentPolicy(256, 16, None, None, 256, 0),
-    # CPUs (PoCL 3.1, 2 shared cores, emulated subgroups; 2026-11-23, best of 3, float32 rows):
-    # 256 x 16 against 128 x 8: 1024 x 1024 rows 103 / 78 ms, 4096 x 64 36 / 34 ms, 256 x 4096
-    # 47 / 133 ms (rows past a 1024-key tile go through the digit passes), 64 x 16384 184 / 169
-    # ms: the larger tile keeps more segment lengths in local memory.
-    "cpu": SegmentPolicy(256, 16, None, None, 64, 0),
-}
-
-
-def plan_segments(profile, codec, index_bytes_, overrides=None):
-    """The complete SegmentPolicy for keys of ``codec`` on ``profile``: the defaults table's entry,
-    the fields of ``overrides`` (a SegmentPolicy whose None fields the planner fills) on top,
-    the ranking back-end the device has, items_per_thread shrunk until the local memory holds
-    the tile (unless set)."""
-    fields = {}
-    if overrides is not None:
-        fields = {k: v for k, v in overrides.__dict__.items() if v is not None}
-    key = ("nvidia" if profile.is_nvidia else "gpu") if profile.is_gpu else "cpu"
-    pol = replace(_SEGMENT_DEFAULTS[key], **fields)
-    if pol.ranking is None or pol.ranking not in ranking_backends(profile):
-        if "ranking" in fields:
-            raise PolicyError(f"ranking back-end {pol.ranking!r} is not available on "
-                              f"{profile.describe()} (available: "
-                              f"{', '.join(ranking_backends(profile))})")
-        pol = replace(pol, ranking=ranking_backends(profile)[0])
-    if "sg_size" not in fields:
-        pol = replace(pol, sg_size=16 if pol.ranking in ("khr", "intel") else 32)
-    if "wg_size" not in fields:
-        pol = replace(pol, wg_size=max(pol.sg_size, min(pol.wg_size,
-                                                        pow2_floor(profile.max_wg_size))))
-    if "items_per_thread" not in fields:
-        while (pol.items_per_thread > 1
-               and pol.local_bytes(codec.itemsize, index_bytes_) > profile.local_mem_bytes):
-            pol = replace(pol, items_per_thread=pol.items_per_thread * 3 // 4)
-    validate_segments(pol, profile, codec.itemsize, index_bytes_)
-    return pol
-
-
-def validate_segments(pol, profile, key_bytes, index_bytes_):
-    """PolicyError (naming the device) unless ``pol`` can run there."""
-    dev = profile.describe()
-    if pol.ranking not in RANKINGS:
-        raise PolicyError(f"unknown ranking back-end {pol.ranking!r}: expected one of {RANKINGS}")
-    if pol.ranking == "ptx" and pol.sg_size != 32:
-        raise PolicyError(f"the ptx ranking back-end needs sg_size=32 (warps), not {pol.sg_size}")
-    if pol.wg_size < 1 or pol.wg_size & (pol.wg_size - 1):
-        raise PolicyError(f"wg_size={pol.wg_size} must be a power of two")
-    if not 1 <= pol.sg_size <= 32 or pol.wg_size % pol.sg_size:
-        raise PolicyError(f"sg_size={pol.sg_size} must divide wg_size={pol.wg_size} and be at "
-                          f"most 32")
-    if pol.wg_size > profile.max_wg_size:
-        raise PolicyError(f"wg_size={pol.wg_size} exceeds the maximum work-group size "
-                          f"{profile.max_wg_size} of {dev}")
-    if pol.items_per_thread < 1 or pol.tile >= 65536:
-        raise PolicyError(f"items_per_thread={pol.items_per_thread}: the tile (wg_size x "
-                          f"items_per_thread = {pol.tile}) must be from 1 to 65535 keys")
-    if pol.blocks_per_segment < 1:
-        raise PolicyError(f"blocks_per_segment={pol.blocks_per_segment} must be at least 1")
-    if not 0 <= pol.segments_per_group <= SEGMENTS_PER_GROUP_MAX:
-        raise PolicyError(f"segments_per_group={pol.segments_per_group} must be from 0 (the "
-                          f"planner's choice) to {SEGMENTS_PER_GROUP_MAX}")
-    need = pol.local_bytes(key_bytes, index_bytes_)
-    if need > profile.local_mem_bytes:
-        raise PolicyError(f"too little local memory on {dev}: {pol} needs {need} bytes for "
-                          f"{key_bytes}-byte keys, the device has {profile.local_mem_bytes} "
-                          f"(CL_DEVICE_LOCAL_MEM_SIZE)")

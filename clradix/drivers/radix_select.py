@@ -1,0 +1,202 @@
+"""The top-k driver: MSD radix select over (key, position) digits for every row at once
+(cl_templates/radix_select.cl.mako), then the route's ordering of the selected keys.
+
+Rows up to the policy's ``single_max`` (sorted k up to the local sort) take one launch of
+``topk_single`` and no temporary memory. Otherwise, per call (``RadixSelect.temp_bytes``, exactly
+what a call asks its allocator for, the radix sorts' own aside): one allocation (its parts at
+byte offsets the kernels take: no sub-buffers) of two candidate buffers of ``cap`` keys and
+positions per row, cap = min(row_len, max(row_len // 32, 1024)) unless the policy's
+``cand_cap`` says otherwise (about 1/8 of the input for 32-bit keys, 16 bytes x 2048 per row for
+short rows), a 2048-counter histogram, four counters and two row states per row, and for sorted
+results k keys and indices per row (each part aligned to 4 KiB; on the global route those are
+allocations of their own, the radix sorts' operands). The launches: topk_init, with the plan's
+threshold pass (``plan.sample``) topk_sample and topk_pass_t (a program of their own), digits + 1
+passes (a row's finished passes return at once), then the route's ordering.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ..core.launches import KEYS_IN, KEYS_OUT, VALS_OUT, Buf, LaunchSequence, Off
+from ..core.sizes import cl_index_name, round_up
+from ..policies.topk import RADIX, warp_aggregate
+from .base import Build, Driver
+
+STATE_BYTES = 64  # sizeof(row_state) is at most 56
+# The parts of the one allocation start at multiples of 4 KiB (any element type, any vector load).
+_ALIGN = 4096
+# The operands' slots: the keys, the values and the indices handed back.
+KEYS, VALUES, INDICES = KEYS_IN, KEYS_OUT, VALS_OUT
+
+
+@dataclass(frozen=True)
+class TopkJob:
+    """One top-k configuration as the driver sees it: the k largest (or smallest) of each of
+    ``rows`` rows of ``row_len`` keys (slot KEYS) into the values (slot VALUES) and indices (slot
+    INDICES), as ``plan`` says (its kernel parameters those the driver was built with);
+    ``sorter`` sorts on the global route (large sorted k)."""
+
+    plan: Any
+    rows: int
+    row_len: int
+    k: int
+    largest: bool
+    sorter: Optional[Any] = None
+
+
+class RadixSelect(Driver):
+    """Builds the top-k kernels of one TopkPlan's kernel parameters and makes TopkJobs ready
+    (contract: base.py)."""
+
+    template = "radix_select.cl.mako"
+
+    def __init__(self, programs, device, plan, codec):
+        self.codec = codec
+        params = dict(codec.template_args(), index_t=plan.index_name,
+                      out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
+                      wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
+                      part="select",
+                      warp_aggregate=warp_aggregate(plan.profile),
+                      skip_idle_tiles=plan.profile.is_gpu)
+        # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
+        # argument); the threshold pass (plan.sample) is a program of its own
+        select = ("topk_init", "topk_pass_0", "topk_pass_1", "topk_pass", "topk_single")
+        select += ("topk_sort_rows",) if plan.sort_size else ()
+        builds = [Build(self.template, params, (), select, ("topk_row_of", "topk_gather"))]
+        if plan.sample:
+            builds.append(Build(self.template, dict(params, part="threshold"), (),
+                                ("topk_pass_t", "topk_sample")))
+        super().__init__(programs, device, plan.profile, plan.wg, builds)
+
+    @classmethod
+    def temp_bytes(cls, plan, codec, rows, k):
+        """Bytes a call asks its allocator for (the global route's sorts' own aside)."""
+        block, apart = _temp_sizes(plan, codec, rows, k)
+        return (_carve_offsets(block)[1] if block else 0) + sum(max(n, 1) for n in apart)
+
+    def sequence(self, job):
+        """The ready launch sequence of a TopkJob."""
+        seq = LaunchSequence(self)
+        plan = job.plan
+        flip = self.codec.flip(job.largest)
+        keys = (Buf(KEYS), Off(KEYS))
+        values, indices = (Buf(VALUES), Off(VALUES)), (Buf(INDICES), Off(INDICES))
+        if plan.single:   # one launch, no temporaries
+            seq.launch("topk_single", "topk_single", (job.rows * plan.wg,), (plan.wg,),
+                       [*keys, job.row_len, job.k, plan.pos_bits, plan.digits, flip, *values,
+                        *indices])
+            return seq
+        # the selection's temporaries: one allocation, each part at an offset the kernels take
+        # (no sub-buffers); the global route's sort operands are allocations of their own
+        sizes, apart = _temp_sizes(plan, self.codec, job.rows, job.k)
+        off, total = _carve_offsets(sizes)
+        block = seq.temp(total)[0]
+        own = [seq.temp(n)[0] for n in apart]
+        seq.launch("topk_init", "topk_init", (job.rows * plan.wg,), (plan.wg,),
+                   [block, off[0], off[1], off[2], job.rows, job.k, job.row_len])
+        if plan.route == "direct":
+            sel = [*values, *indices]
+        elif plan.route == "local":
+            sel = [block, off[7] // self.codec.itemsize, block,
+                   off[8] // np.dtype(plan.out_index_np).itemsize]
+        else:
+            sel = [own[0], 0, own[1], 0]
+        self._passes(seq, job, keys, block, off, sel, flip)
+        if plan.route == "local":
+            seq.launch("topk_sort_rows", "topk_sort_rows", (job.rows * plan.wg,), (plan.wg,),
+                       [*sel, job.k, flip, *values, *indices])
+        elif plan.route == "global":
+            self._global_sort(seq, job, keys, values, indices, own)
+        return seq
+
+    def _passes(self, seq, job, keys, block, off, sel, flip):
+        """The digit passes: pass p classifies by digit p - 1 and counts digit p; the last
+        work-group of a row to finish a pass picks the next pivot (every pass after the last
+        digit only writes)."""
+        plan = job.plan
+        row_mul = job.row_len if plan.route == "global" else 0
+        args = [*keys, job.row_len, job.k, plan.cap, plan.pos_bits, plan.groups, flip, row_mul,
+                block, off[0], off[2], off[1], *off[3:7], *sel]
+        gsize, lsize = (plan.groups * plan.wg, job.rows), (plan.wg, 1)
+        if plan.sample:   # the row's threshold, then one read of the row for the candidates
+            seq.launch("topk_sample", "topk_sample", (job.rows * plan.wg,), (plan.wg,),
+                       [*keys, job.row_len, job.k, flip, plan.sample_rank, block, off[0]])
+            seq.launch("topk_pass_t", "topk_pass_t", gsize, lsize, args + [plan.sample_chunk])
+        for p in range(plan.digits + 1):
+            name = ("topk_pass_0", "topk_pass_1")[p] if p < 2 else "topk_pass"
+            seq.launch(f"topk_pass {p}", name, gsize, lsize, args + [p])
+
+    def _global_sort(self, seq, job, keys, values, indices, own):
+        """Sorted results for large k: stable sorts by batch index, then key, then row (by the
+        job's sorter), then the gather into the outputs."""
+        sorter, m, codec = job.sorter, job.rows * job.k, self.codec
+        gd = np.dtype(job.plan.out_index_np)
+        (_, _, g_bits), _, *row_sort = global_sorts(codec, job.rows, job.row_len, gd)
+        sel_key, gidx = int(own[0]), int(own[1])
+        row_of = int(own[2]) if job.rows > 1 else None
+
+        def sorts(queue, objs, offsets, alloc, wait):
+            evt = sorter.sort(queue, objs[gidx], dtype=gd, n=m, values=objs[sel_key],
+                              value_dtype=codec.dtype, end_bit=g_bits, wait_for=wait,
+                              allocator=alloc)
+            return sorter.sort(queue, objs[sel_key], dtype=codec.dtype, n=m, values=objs[gidx],
+                               value_dtype=gd, descending=job.largest, wait_for=[evt],
+                               allocator=alloc)
+
+        seq.call("sort by index, then key", sorts)
+        size = (round_up(m, 256),)
+        if row_sort:
+            seq.launch("topk_row_of", "topk_row_of", size, None,
+                       [own[1], own[2], m, job.row_len])
+
+            def by_row(queue, objs, offsets, alloc, wait):
+                return sorter.sort(queue, objs[row_of], dtype=np.uint32, n=m, values=objs[gidx],
+                                   value_dtype=gd, end_bit=row_sort[0][2], wait_for=wait,
+                                   allocator=alloc)
+
+            seq.call("sort by row", by_row)
+        seq.launch("topk_gather", "topk_gather", size, None,
+                   [*keys, own[1], m, job.row_len, *values, *indices])
+
+
+def global_sorts(codec, rows, row_len, gd):
+    """(key dtype, value dtype, end_bit) of the global route's sorts, in order: by index in the
+    batch, by key, and (several rows) by row."""
+    sorts = [(np.dtype(gd), codec.dtype, max(rows * row_len - 1, 1).bit_length()),
+             (codec.dtype, np.dtype(gd), None)]
+    if rows > 1:
+        sorts.append((np.dtype(np.uint32), np.dtype(gd), max(rows - 1, 1).bit_length()))
+    return sorts
+
+
+def _temp_sizes(plan, codec, rows, k):
+    """Bytes of the temporaries of a call: ``(parts of the one allocation, in the kernels'
+    order, allocations of their own)``. The parts: two row states per row, four counters per
+    row (output slots, candidate slots of even and odd passes, groups done with the pass), the
+    histograms, two candidate buffers (keys, positions; keys, positions), and on the local route
+    the selected keys and indices. The global route's selected keys and indices (and, for
+    several rows, each one's row) are sort operands: allocations of their own. Nothing on the
+    one-launch route."""
+    if plan.single:
+        return [], []
+    ib, kb, cap, m = plan.index_bytes, codec.itemsize, plan.cap, rows * k
+    sizes = ([2 * rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
+             + [rows * cap * kb, rows * cap * ib] * 2)
+    sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
+    if plan.route == "local":
+        return sizes + sel, []
+    if plan.route == "global":
+        return sizes, sel + ([m * 4] if rows > 1 else [])
+    return sizes, []
+
+
+def _carve_offsets(sizes):
+    """(byte offset of each part, total bytes): parts aligned to 4 KiB, so that every element
+    type's pointer at an offset is aligned."""
+    offsets, total = [], 0
+    for size in sizes:
+        offsets.append(total)
+        total += round_up(max(size, 1), _ALIGN)
+    return offsets, total

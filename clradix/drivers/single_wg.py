@@ -1,0 +1,54 @@
+"""The single work-group sorts: at most one tile of keys sorted by one work-group in one launch,
+every pass in local memory, so no temporary memory. rts_small (reduce_then_scan.cl.mako: 4-bit
+split passes) and os_small (onesweep.cl.mako: 8-bit digits ranked as onesweep ranks them) take
+the same parameters."""
+
+from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
+from .digit_passes import DigitPasses
+from .onesweep import onesweep_options, onesweep_params
+
+
+class SingleWorkGroup(DigitPasses):
+    """A sort of at most one tile of keys by one work-group in one launch (rts_small): every
+    split pass happens in local memory, so a small sort costs one kernel launch."""
+
+    template = "reduce_then_scan.cl.mako"
+    kernel_names = ("rts_small",)
+
+    def template_params(self, policy, profile, device):
+        return dict(fused_scan=False)
+
+    @classmethod
+    def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        return 0   # the keys stay in local memory
+
+    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+        """keys_in to keys_out (or only read, argsort), values from vals_in (or the indices) to
+        vals_out, in one launch."""
+        keys = [Buf(KEYS_IN), Off(KEYS_IN)]
+        args = keys + keys
+        if argsort:
+            out = [Buf(VALS_OUT), Off(VALS_OUT)]
+            args += out + out + [1]
+        elif values:
+            vals = [Buf(VALS_IN), Off(VALS_IN)]
+            args += vals + vals + [0]
+        args += [n, begin_bit, end_bit, self.codec.flip(descending), int(not argsort)]
+        wg = self.policy.wg_size
+        kernel = self.kernel_names[0]
+        seq.launch(kernel, kernel, (wg,), (wg,), args)
+
+
+class OnesweepSmall(SingleWorkGroup):
+    """A sort of at most one tile of keys by one work-group in one launch (os_small): every
+    8-bit digit ranked as onesweep's passes rank them, in local memory."""
+
+    template = "onesweep.cl.mako"
+    kernel_names = ("os_small",)
+
+    def template_params(self, policy, profile, device):
+        return onesweep_params(policy, profile, device, self.codec, self.value_t,
+                               self.index_bytes)
+
+    def build_options(self, profile, device):
+        return onesweep_options(profile, device)

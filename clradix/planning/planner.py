@@ -1,0 +1,358 @@
+"""The planner: the one entry point that turns a call (a sort, a segmented sort, a top-k) into a
+validated policy, its built driver and the ready launch sequence of the call's configuration.
+
+The pure planners (clradix.policies) choose from what the device profile says. What only a build
+tells is learned here, once per key configuration, with one warning, by one rule
+(:meth:`Planner.learn_cap`): a built kernel that runs fewer work-items per group than the planned
+wg_size makes the planner plan again within that limit. A program a compiler refuses makes it
+plan without what it refused (a subgroup ranking back-end, top-k's threshold pass, the segmented
+sort's ballot ranking at 16 keys per work-item). A choice the caller made (an override) is never
+changed: the error names the device, the kernel and the limit.
+
+One cache holds the prepared work: call configuration -> :class:`Prepared` (the driver and its
+ready launch sequence), and planning configuration -> its driver (so a configuration that
+differs only in direction or bit range plans nothing), valid until the planner's
+``generation`` changes; one lock guards the
+planner's state and the kernels' arguments while a sequence is enqueued.
+"""
+
+import threading
+import warnings
+from dataclasses import replace
+
+import numpy as np
+
+from ..core.device import Profiles
+from ..core.errors import PolicyError, WorkGroupLimitError
+from ..core.keys import value_type_of
+from ..core.render import KernelBuildError
+from ..core.sizes import index_bytes, index_type, pow2_floor
+from ..drivers.onesweep import Onesweep, OnesweepFused
+from ..drivers.radix_select import RadixSelect, TopkJob
+from ..drivers.reduce_then_scan import ReduceThenScan
+from ..drivers.segmented import SegmentedSort
+from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
+from ..policies.segment import plan_segments
+from ..policies.sort import plan_sort, validate, without_ranking
+from ..policies.topk import MIN_WG, plan_topk
+from ..policies.tuning import tuned_table
+
+DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup}
+
+# How many call configurations the planner keeps the prepared work of: a repeated call plans,
+# validates and builds nothing (about half of a small sort's host time on PoCL).
+READY_CONFIGURATIONS = 64
+
+
+def driver_class(policy):
+    """The sort driver of ``policy``: its algorithm's, and for one work-group with 8-bit digits
+    the one that ranks them as onesweep does."""
+    if policy.algorithm == "single_wg" and policy.radix_bits == 8:
+        return OnesweepSmall
+    if policy.algorithm == "onesweep" and policy.fused_passes:
+        return OnesweepFused
+    return DRIVERS[policy.algorithm]
+
+
+class Prepared:
+    """A call configuration made ready: its driver, its launch sequence (and, for top-k, its
+    plan). ``run`` enqueues it under the planner's lock."""
+
+    __slots__ = ("driver", "sequence", "plan", "_lock")
+
+    def __init__(self, driver, sequence, lock, plan=None):
+        self.driver, self.sequence, self.plan, self._lock = driver, sequence, plan, lock
+
+    def run(self, queue, buffers, offsets, alloc, wait, in_order=False):
+        """Enqueue the sequence with the caller's operands (see LaunchSequence.run); the event
+        of its last command, or None when it has none."""
+        with self._lock:
+            return self.sequence.run(queue, buffers, offsets, alloc, wait, self.driver.trace,
+                                     in_order)
+
+
+class Planner:
+    """Plans, builds and prepares the calls of one Sorter or Selector: ``overrides`` (its policy
+    fields; a Sorter's ``segment_policy`` for its segmented sorts) are kept as the caller set
+    them."""
+
+    def __init__(self, programs, overrides, segment_policy=None):
+        self.programs = programs
+        self.overrides = overrides
+        self.segment_policy = segment_policy
+        self.profiles = Profiles()
+        self.lock = threading.RLock()
+        self.drivers = {}      # (operation, device, policy, types) -> built driver
+        self._prepared = {}     # call configuration -> (generation, Prepared)
+        self._caps = {}         # (device, operation, configuration) -> learned wg_size cap
+        self._refused = {}      # (device, operation, configuration) -> what a compiler refused
+        self._tuned = {}
+        self._epoch = 0         # grows whenever what was prepared before may be stale
+
+    # ------------------------------------------------------------------ shared rules
+
+    @property
+    def generation(self):
+        """Changes whenever prepared work may be stale (clear, a learned limit, a device profile
+        replaced)."""
+        return (self._epoch, self.profiles.version)
+
+    def clear(self):
+        """Forget the built drivers and prepared work (built again, from the program cache, on
+        next use)."""
+        with self.lock:
+            self.drivers.clear()
+            self._prepared.clear()
+            self._epoch += 1
+
+    def ready(self, key):
+        """The Prepared of call configuration ``key`` if it is current, else None."""
+        entry = self._prepared.get(key)
+        if entry is not None and entry[0] == (self._epoch, self.profiles.version):
+            return entry[1]
+        return None
+
+    def _keep(self, key, generation, prepared):
+        with self.lock:
+            self._prepared[key] = (generation, prepared)
+            while len(self._prepared) > READY_CONFIGURATIONS:
+                self._prepared.pop(next(iter(self._prepared)))
+        return prepared
+
+    def capped_profile(self, device, config):
+        """The device's profile, its max_wg_size lowered to the cap learned for ``config``."""
+        profile = self.profiles.get(device)
+        with self.lock:
+            cap = self._caps.get((device.int_ptr, config))
+        return replace(profile, max_wg_size=cap) if cap and cap < profile.max_wg_size else profile
+
+    def learn_cap(self, device, config, exc, wg_size, floor, what, user_set):
+        """Cap wg_size for ``config`` below the kernel limit ``exc`` reported (warning once), or
+        re-raise when the caller chose wg_size (``user_set``) or no smaller work-group (>=
+        ``floor``) is left."""
+        cap = pow2_floor(min(exc.limit, wg_size // 2))
+        if user_set or cap >= wg_size or cap < floor:
+            raise exc
+        with self.lock:
+            if (device.int_ptr, config) not in self._caps:
+                warnings.warn(f"{exc}; the planner shrinks wg_size to {cap} for {what} on this "
+                              f"device", RuntimeWarning, stacklevel=5)
+            self._caps[(device.int_ptr, config)] = cap
+            self._epoch += 1
+
+    def learn_refusal(self, device, config, lesson, message):
+        """Remember what a compiler refused for ``config`` (warning once)."""
+        with self.lock:
+            self._refused.setdefault((device.int_ptr, config), set()).add(lesson)
+            self._epoch += 1
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
+
+    def refused(self, device, config):
+        with self.lock:
+            return frozenset(self._refused.get((device.int_ptr, config), ()))
+
+    def built(self, key, build):
+        """The driver cached under ``key``, built by ``build()`` on first use."""
+        with self.lock:
+            driver = self.drivers.get(key)
+            if driver is None:
+                driver = self.drivers[key] = build()
+            return driver
+
+    def _prepare(self, key, make):
+        """The Prepared of ``key``: kept, or made by ``make()`` (driver, job, plan)."""
+        generation = self.generation
+        driver, job, plan = make()
+        with self.lock:
+            prepared = Prepared(driver, driver.sequence(job), self.lock, plan)
+        return self._keep(key, generation, prepared)
+
+    # ------------------------------------------------------------------ sorts
+
+    def tuned(self, profile):
+        """The autotuned table of this device (loaded once; {} when there is none)."""
+        with self.lock:
+            if profile.identity not in self._tuned:
+                self._tuned[profile.identity] = tuned_table(profile)
+            return self._tuned[profile.identity]
+
+    def plan(self, device, codec, value_bytes, n, validated=True):
+        """(profile, policy) for ``n`` keys of ``codec`` with ``value_bytes``-byte values (0: none),
+        validated unless ``validated=False``; a size query: nothing is built."""
+        config = ("sort", codec.dtype, value_bytes, index_type(n)[0])
+        profile = self.capped_profile(device, config)
+        policy = plan_sort(profile, codec, value_bytes or None, n, self.tuned(profile),
+                           **self.overrides)
+        if validated:
+            validate(policy, profile, codec.itemsize, index_bytes(n), value_bytes, n)
+        return profile, policy
+
+    def prepare_sort(self, key, device, codec, value_bytes, job):
+        """The Prepared of a SortJob (``key``: its call configuration)."""
+        return self._prepare(key, lambda: (self.sort_driver(device, codec, value_bytes, job.n),
+                                           job, None))
+
+    def sort_driver(self, device, codec, value_bytes, n):
+        """The built driver of the policy for ``n`` keys, kept with the prepared work: the other
+        configurations of ``n`` keys (direction, bit range, argsort) plan nothing."""
+        key = ("sort driver", device.int_ptr, codec.dtype, value_bytes, n)
+        driver = self.ready(key)
+        if driver is None:
+            generation = self.generation
+            driver = self._keep(key, generation, self._sort_driver(device, codec, value_bytes, n))
+        return driver
+
+    def _sort_driver(self, device, codec, value_bytes, n):
+        limited = None   # the WorkGroupLimitError that made this call shrink wg_size
+        while True:
+            try:
+                profile, policy = self.plan(device, codec, value_bytes, n)
+            except PolicyError as exc:
+                if limited is None:
+                    raise
+                raise PolicyError(f"{limited}, and no valid policy fits that limit: {exc}") from exc
+            index_name, index_np = index_type(n)
+            value_t = value_type_of(value_bytes)
+            try:
+                return self.built(
+                    (device.int_ptr, policy, "sort", codec.dtype, value_t, index_name),
+                    lambda: driver_class(policy)(self.programs, device, profile, policy,
+                                                 codec, value_t, index_name, index_np))
+            except WorkGroupLimitError as exc:
+                self.learn_cap(device, ("sort", codec.dtype, value_bytes, index_name), exc,
+                               policy.wg_size, 1, f"{codec.dtype} keys (values: {value_t}, "
+                               f"indices: {index_name})",
+                               self.overrides.get("wg_size") is not None)
+                limited = exc
+            except KernelBuildError as exc:
+                self._drop_ranking(device, profile, policy, exc)
+
+    def _drop_ranking(self, device, profile, policy, exc):
+        """Plan again without the subgroup ranking the driver failed to compile (re-raise when the
+        caller chose it, or it is the portable one)."""
+        if (policy.algorithm != "onesweep" or policy.ranking == "local"
+                or self.overrides.get("ranking") is not None):
+            raise exc
+        warnings.warn(f"{profile.describe()} cannot compile the {policy.ranking!r} subgroup "
+                      f"ranking; planning without it. {str(exc)[:2000]}", RuntimeWarning,
+                      stacklevel=5)
+        self.profiles.replace(device, without_ranking(self.profiles.get(device), policy.ranking))
+
+    def sort_temp_bytes(self, device, codec, value_bytes, n, passes):
+        """Bytes of temporary memory an in-place sort of ``n`` keys asks for (builds nothing)."""
+        profile, policy = self.plan(device, codec, value_bytes, n)
+        return driver_class(policy).temp_bytes(policy, profile, n, codec.itemsize,
+                                               value_bytes, passes(policy.radix_bits))
+
+    # ------------------------------------------------------------------ segmented sorts
+
+    def plan_segments(self, device, codec, index_bytes_, key=None):
+        """(profile, SegmentPolicy) for keys of ``codec``, with what was learned for ``key``."""
+        config = ("segments", codec.dtype)
+        profile = self.capped_profile(device, config)
+        pol = plan_segments(profile, codec, index_bytes_, self.segment_policy)
+        refused = self.refused(device, key) if key is not None else frozenset()
+        if "local ranking" in refused:
+            pol = replace(pol, ranking="local")
+        else:
+            ipts = [int(x.split()[1]) for x in refused if x.startswith("ipt ")]
+            if ipts:
+                pol = replace(pol, items_per_thread=min(ipts))
+        return profile, pol
+
+    def prepare_segments(self, key, device, codec, index_name, index_np, off_t, job):
+        """The Prepared of a SegmentJob (``key``: its call configuration)."""
+        return self._prepare(key, lambda: (self.segments_driver(device, codec, job.value_bytes,
+                                                                index_name, index_np, off_t),
+                                           job, None))
+
+    def segments_driver(self, device, codec, value_bytes, index_name, index_np, off_t):
+        """The built SegmentedSort of a configuration (see the module's docstring)."""
+        user = self.segment_policy
+        key = ("segments", codec.dtype, value_bytes, index_name, off_t)
+        while True:
+            profile, pol = self.plan_segments(device, codec, np.dtype(index_np).itemsize, key)
+            value_t = value_type_of(value_bytes)
+            try:
+                return self.built((device.int_ptr, pol, key),
+                                  lambda: SegmentedSort(self.programs, device, profile, pol, codec,
+                                                        value_t, index_name, index_np, off_t))
+            except WorkGroupLimitError as exc:
+                self.learn_cap(device, ("segments", codec.dtype), exc, pol.wg_size, pol.sg_size,
+                               f"the segmented sort of {codec.dtype} keys",
+                               user is not None and user.wg_size is not None)
+            except KernelBuildError as exc:
+                # NVIDIA's ptxas (driver 580) fails register allocation ("register count of
+                # 7") for the keys-only program with the ballot ranking at 16 keys per
+                # work-item; 12 builds, and beat the local-memory ranking at 16 in 4 of 5
+                # shapes on the H100 (BENCHMARKS "Segmented rows"). Fewer keys per work-item
+                # first, then the local-memory ranking.
+                user_ranking = user is not None and user.ranking is not None
+                user_ipt = user is not None and user.items_per_thread is not None
+                if not user_ipt and pol.items_per_thread > 4:
+                    ipt = pol.items_per_thread * 3 // 4
+                    self.learn_refusal(device, key, f"ipt {ipt}",
+                                       f"{exc.__class__.__name__} with ranking={pol.ranking!r} at "
+                                       f"{pol.items_per_thread} keys per work-item; the segmented "
+                                       f"sort of {codec.dtype} keys tries {ipt} on this device")
+                    continue
+                if user_ranking or pol.ranking == "local":
+                    raise
+                self.learn_refusal(device, key, "local ranking",
+                                   f"{exc.__class__.__name__} with ranking={pol.ranking!r}; the "
+                                   f"segmented sort of {codec.dtype} keys uses the local-memory "
+                                   f"ranking on this device")
+
+    # ------------------------------------------------------------------ top-k
+
+    def plan_topk(self, device, codec, rows, row_len, k, sorted):
+        """The TopkPlan of a call (a size query: nothing is built)."""
+        config = ("topk", codec.dtype, index_type(row_len)[0])
+        overrides = self.overrides
+        if "no threshold" in self.refused(device, config):
+            overrides = dict(overrides, sample_size=0)
+        return plan_topk(self.capped_profile(device, config), codec, rows, row_len, k, sorted,
+                         **overrides)
+
+    def prepare_topk(self, key, device, codec, rows, row_len, k, sorted, largest, sorter):
+        """The Prepared of a top-k call (its ``plan`` set; ``sorter()`` gives the global route's
+        Sorter)."""
+        def make():
+            plan, driver = self.topk_driver(device, codec, rows, row_len, k, sorted)
+            job = TopkJob(plan, rows, row_len, k, bool(largest),
+                          sorter() if plan.route == "global" else None)
+            return driver, job, plan
+        return self._prepare(key, make)
+
+    def topk_driver(self, device, codec, rows, row_len, k, sorted):
+        """(plan, built RadixSelect) of a top-k call, kept with the prepared work (either
+        direction plans nothing more)."""
+        key = ("topk driver", device.int_ptr, codec.dtype, rows, row_len, k, bool(sorted))
+        made = self.ready(key)
+        if made is None:
+            generation = self.generation
+            made = self._keep(key, generation,
+                              self._topk_driver(device, codec, rows, row_len, k, sorted))
+        return made
+
+    def _topk_driver(self, device, codec, rows, row_len, k, sorted):
+        while True:
+            plan = self.plan_topk(device, codec, rows, row_len, k, sorted)
+            config = ("topk", codec.dtype, plan.index_name)
+            key = (device.int_ptr, plan.policy, "topk", codec.dtype, plan.index_name,
+                   plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample)
+            try:
+                return plan, self.built(key, lambda: RadixSelect(self.programs, device, plan,
+                                                                 codec))
+            except WorkGroupLimitError as exc:
+                self.learn_cap(device, config, exc, plan.wg, MIN_WG,
+                               f"top-k of {codec.dtype} keys",
+                               self.overrides.get("wg_size") is not None)
+            except KernelBuildError as exc:
+                # the threshold pass's programs are the newer ones: where a compiler refuses
+                # them, the passes run without it (once a warning), unless the caller asked
+                if not plan.sample or self.overrides.get("sample_size") is not None:
+                    raise
+                self.learn_refusal(device, config, "no threshold",
+                                   f"{exc}\nthe top-k planner runs {codec.dtype} rows without "
+                                   f"the threshold pass on this device")

@@ -1,0 +1,117 @@
+"""Segmented-sort policies (plain frozen values), their built-in defaults, and the pure segment
+planner (the driver: clradix.drivers.segmented)."""
+
+import typing
+from dataclasses import dataclass, replace
+
+from ..core.errors import PolicyError
+from ..core.sizes import pow2_floor
+from .sort import RANKINGS, ranking_backends
+
+
+@dataclass(frozen=True)
+class SegmentPolicy:
+    """The tuning of a segmented sort (every segment, or every row, sorted on its own). A field
+    left None is the planner's choice (``plan_segments``).
+
+    The thresholds, by segment length: up to one tile (``wg_size x items_per_thread`` keys) a
+    segment is sorted in local memory by one work-group, which takes ``segments_per_group``
+    consecutive segments and sorts those that fit one tile together; a longer segment of T tiles
+    gets min(T, ``blocks_per_segment``) work-groups for each 8-bit digit pass (medium segments:
+    one tile each; large ones: consecutive tiles each).
+    """
+
+    wg_size: typing.Optional[int] = None
+    items_per_thread: typing.Optional[int] = None
+    ranking: typing.Optional[str] = None        # subgroup primitives of the ranking (common.mako)
+    sg_size: typing.Optional[int] = None
+    blocks_per_segment: typing.Optional[int] = None
+    segments_per_group: typing.Optional[int] = None  # 0: from the average length (rows: exact)
+
+    @property
+    def tile(self):
+        return self.wg_size * self.items_per_thread
+
+    def local_bytes(self, key_bytes, index_bytes):
+        """Local memory of the larger kernel (seg_local, seg_scatter)."""
+        nw = self.wg_size // self.sg_size
+        return (self.tile * (key_bytes + 2)          # keys of the tile + their source slots
+                + nw * 256 * 4                       # per-subgroup digit counters
+                + self.wg_size * 4 * (2 if self.ranking == "local" else 1)  # scan (+ match)
+                + (SEGMENTS_PER_GROUP_MAX + 1) * index_bytes + 16)  # the group's bounds
+
+
+# A work-group of seg_local takes at most this many segments (a pass by segment uses one digit).
+SEGMENTS_PER_GROUP_MAX = 256
+
+_SEGMENT_DEFAULTS = {
+    # NVIDIA: one work-group of 256 per tile of 4096 keys, so that a 4096-key row is one
+    # work-group's tile (4 passes of 8-bit digits ranked with warp ballots); 64-bit keys shrink
+    # the tile to fit 48 KiB. Not measured yet on a GPU: the starting point for autotuning.
+    "nvidia": SegmentPolicy(256, 16, "ptx", 32, 256, 0),
+    "gpu": SegmentPolicy(256, 16, None, None, 256, 0),
+    # CPUs (PoCL 3.1, 2 shared cores, emulated subgroups; 2026-11-23, best of 3, float32 rows):
+    # 256 x 16 against 128 x 8: 1024 x 1024 rows 103 / 78 ms, 4096 x 64 36 / 34 ms, 256 x 4096
+    # 47 / 133 ms (rows past a 1024-key tile go through the digit passes), 64 x 16384 184 / 169
+    # ms: the larger tile keeps more segment lengths in local memory.
+    "cpu": SegmentPolicy(256, 16, None, None, 64, 0),
+}
+
+
+def plan_segments(profile, codec, index_bytes_, overrides=None):
+    """The complete SegmentPolicy for keys of ``codec`` on ``profile``: the defaults table's entry,
+    the fields of ``overrides`` (a SegmentPolicy whose None fields the planner fills) on top,
+    the ranking back-end the device has, items_per_thread shrunk until the local memory holds
+    the tile (unless set)."""
+    fields = {}
+    if overrides is not None:
+        fields = {k: v for k, v in overrides.__dict__.items() if v is not None}
+    key = ("nvidia" if profile.is_nvidia else "gpu") if profile.is_gpu else "cpu"
+    pol = replace(_SEGMENT_DEFAULTS[key], **fields)
+    if pol.ranking is None or pol.ranking not in ranking_backends(profile):
+        if "ranking" in fields:
+            raise PolicyError(f"ranking back-end {pol.ranking!r} is not available on "
+                              f"{profile.describe()} (available: "
+                              f"{', '.join(ranking_backends(profile))})")
+        pol = replace(pol, ranking=ranking_backends(profile)[0])
+    if "sg_size" not in fields:
+        pol = replace(pol, sg_size=16 if pol.ranking in ("khr", "intel") else 32)
+    if "wg_size" not in fields:
+        pol = replace(pol, wg_size=max(pol.sg_size, min(pol.wg_size,
+                                                        pow2_floor(profile.max_wg_size))))
+    if "items_per_thread" not in fields:
+        while (pol.items_per_thread > 1
+               and pol.local_bytes(codec.itemsize, index_bytes_) > profile.local_mem_bytes):
+            pol = replace(pol, items_per_thread=pol.items_per_thread * 3 // 4)
+    validate_segments(pol, profile, codec.itemsize, index_bytes_)
+    return pol
+
+
+def validate_segments(pol, profile, key_bytes, index_bytes_):
+    """PolicyError (naming the device) unless ``pol`` can run there."""
+    dev = profile.describe()
+    if pol.ranking not in RANKINGS:
+        raise PolicyError(f"unknown ranking back-end {pol.ranking!r}: expected one of {RANKINGS}")
+    if pol.ranking == "ptx" and pol.sg_size != 32:
+        raise PolicyError(f"the ptx ranking back-end needs sg_size=32 (warps), not {pol.sg_size}")
+    if pol.wg_size < 1 or pol.wg_size & (pol.wg_size - 1):
+        raise PolicyError(f"wg_size={pol.wg_size} must be a power of two")
+    if not 1 <= pol.sg_size <= 32 or pol.wg_size % pol.sg_size:
+        raise PolicyError(f"sg_size={pol.sg_size} must divide wg_size={pol.wg_size} and be at "
+                          f"most 32")
+    if pol.wg_size > profile.max_wg_size:
+        raise PolicyError(f"wg_size={pol.wg_size} exceeds the maximum work-group size "
+                          f"{profile.max_wg_size} of {dev}")
+    if pol.items_per_thread < 1 or pol.tile >= 65536:
+        raise PolicyError(f"items_per_thread={pol.items_per_thread}: the tile (wg_size x "
+                          f"items_per_thread = {pol.tile}) must be from 1 to 65535 keys")
+    if pol.blocks_per_segment < 1:
+        raise PolicyError(f"blocks_per_segment={pol.blocks_per_segment} must be at least 1")
+    if not 0 <= pol.segments_per_group <= SEGMENTS_PER_GROUP_MAX:
+        raise PolicyError(f"segments_per_group={pol.segments_per_group} must be from 0 (the "
+                          f"planner's choice) to {SEGMENTS_PER_GROUP_MAX}")
+    need = pol.local_bytes(key_bytes, index_bytes_)
+    if need > profile.local_mem_bytes:
+        raise PolicyError(f"too little local memory on {dev}: {pol} needs {need} bytes for "
+                          f"{key_bytes}-byte keys, the device has {profile.local_mem_bytes} "
+                          f"(CL_DEVICE_LOCAL_MEM_SIZE)")
