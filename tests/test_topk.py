@@ -568,7 +568,8 @@ def test_temp_bytes_is_what_a_call_allocates(ctx, queue, rng, route, rows):
 
 def test_default_pool_holds_temp_bytes(ctx, queue, rng):
     """Without allocator=, the queue's pool holds one block of temp_bytes after a call (and
-    after the next one: it is reused), not the whole and its parts."""
+    after the next one: it is reused), not the whole and its parts; none where the route needs
+    no temporaries (NVIDIA's one-launch route for these rows)."""
     sel = clradix.Selector(ctx)
     x = rng.standard_normal((4, 50_000)).astype(np.float32)
     a = cl_array.to_device(queue, x)
@@ -577,8 +578,8 @@ def test_default_pool_holds_temp_bytes(ctx, queue, rng):
         check_topk(queue, x, 10, selector=sel)
     del a
     pool = sel._pools.allocator(queue)
-    assert pool.active_blocks == 0 and pool.held_blocks == 1
-    assert pool.managed_bytes <= pool.alloc_size(pool.bin_number(temp))
+    assert pool.active_blocks == 0 and pool.held_blocks == (1 if temp else 0)
+    assert pool.managed_bytes <= (pool.alloc_size(pool.bin_number(temp)) if temp else 0)
 
 
 def test_temp_bytes_refuses_what_topk_refuses(ctx, monkeypatch):
