@@ -6,10 +6,10 @@ writes into freed memory while it compiles kernels with many barrier regions. It
 (``OriginToCopyMaps[RegionHeader]``) and then, looking up the regions of a join block's
 predecessors with ``operator[]``, inserts into the same map; once that map holds more than 48
 regions the insertion reallocates it and the next write through the old reference lands in freed
-memory. valgrind reports the invalid writes on every build of such a kernel (2026.2.0, 2026.1.2,
-2025.0.5 alike); glibc notices the damaged heap only sometimes ("malloc(): unsorted double linked
-list corrupted", SIGABRT), which is why the abort looked random: 2 of 111 builds of one fused
-onesweep program, each in a fresh process, died.
+memory. valgrind reports the invalid writes on every build of such a kernel (releases
+2026.2.0, 2026.1.2, 2025.3.3 and 2025.0.5 alike); glibc notices the damaged heap only sometimes
+("malloc(): unsorted double linked list corrupted", SIGABRT), which is why the abort looked
+random: 2 of 111 builds of one fused onesweep program, each in a fresh process, died.
 ``tests/test_runtime_faults.py`` holds the reduced kernel.
 
 The pass only recomputes cheap work-item values after a barrier instead of saving them; the
