@@ -76,7 +76,8 @@ CASES = [
     ("radix bits 3", PolicyError, "radix_bits=3 is not supported: expected 2, 4 or 8",
      lambda s, q: clradix.Sorter(q.context, radix_bits=3).sort(q, s["buf"])),
     ("tile too large", PolicyError,
-     "tile of 131072 keys (wg_size x items_per_thread) exceeds 65536",
+     # (onesweep, the NVIDIA planner's choice here, says "must be below 65536" and why)
+     "tile of 131072 keys (wg_size x items_per_thread) ",
      lambda s, q: clradix.Sorter(q.context, wg_size=256, items_per_thread=512).sort(q, s["buf"])),
     ("wg not a power of two", PolicyError, "wg_size=96 must be a power of two",
      lambda s, q: clradix.Sorter(q.context, wg_size=96).sort(q, s["buf"])),
