@@ -119,10 +119,20 @@ def _library_paths() -> List[Path]:
     return found
 
 
+_known: Dict[tuple, bool] = {}
+
+
 def _knows_option(library: Path) -> bool:
+    """Whether ``library`` names the option (read once per file version: it is about 100 MB and
+    every child-process build asks)."""
     try:
-        with open(library, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            return m.find(_OPTION_NAME) >= 0 and m.find(LLVM_OPTIONS_ENV.encode()) >= 0
+        st = library.stat()
+        key = (str(library), st.st_size, st.st_mtime_ns)
+        if key not in _known:
+            with open(library, "rb") as f, \
+                    mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                _known[key] = m.find(_OPTION_NAME) >= 0 and m.find(LLVM_OPTIONS_ENV.encode()) >= 0
+        return _known[key]
     except (OSError, ValueError):
         return False
 
