@@ -38,8 +38,13 @@ def add_arguments(ap):
     ap.add_argument("--check", action="store_true", help="the check suite")
     ap.add_argument("--types", action="store_true",
                     help="f32, u64, u32+u32, argsort and reduce-then-scan at 2^log2n")
+    ap.add_argument("--variant-types", default="u32",
+                    help="what each --variants policy sorts at 2^log2n, comma list of u32, f32, "
+                         "u64, f64, pairs (u32 + u32 values), argsort (u32); every variant sorts "
+                         "the same keys (default: u32)")
     ap.add_argument("--variants", default="",
-                    help="onesweep policies WGxIPT[:field=value...], comma list (256x16,512x8)")
+                    help="onesweep policies WGxIPT[:field=value...], comma list (256x16,512x8; "
+                         "256xauto: the planner's items per thread)")
     ap.add_argument("--sweep", action="store_true", help="u32 from 2^10 to 2^log2n")
     ap.add_argument("--pool", action="store_true",
                     help="--sweep also without the default memory pool (ImmediateAllocator)")
@@ -140,10 +145,16 @@ class GpuRun:
                         tbps=self.copy_tbps)
         self.out.log(f"copy bandwidth {self.copy_tbps:.2f} TB/s ({nbytes} bytes, read + write)")
 
-    def bench(self, label, dtype, sorter_kwargs, values=False, argsort=False, nn=None):
-        """clradix: one case, timed and checked."""
+    def bench(self, label, dtype, sorter_kwargs, values=False, argsort=False, nn=None,
+              same_keys=False):
+        """clradix: one case, timed and checked (``same_keys``: the keys and their order of the
+        first such case of this dtype and size, so that variants sort the same data)."""
         q, nn = self.queue, nn or self.n
-        keys = common.random_keys(self.rng, dtype, nn)
+        memo = self.__dict__.setdefault("_same", {})
+        if same_keys and (np.dtype(dtype), nn) in memo:
+            keys, order = memo[np.dtype(dtype), nn]
+        else:
+            keys, order = common.random_keys(self.rng, dtype, nn), None
         src = cl_array.to_device(q, keys)
         work = cl_array.empty_like(src)
         vals0 = cl_array.to_device(q, np.arange(nn, dtype=np.uint32))
@@ -161,7 +172,10 @@ class GpuRun:
                 return evt, (idx,)
             return sorter.sort(q, work, values=vals), (work,) if vals is None else (work, vals)
         t = timing.time_opencl(q, call, self.args.repeat, None if argsort else prep)
-        order = impls.stable_order(keys, cupy=self.cupy)
+        if order is None:
+            order = impls.stable_order(keys, cupy=self.cupy)
+            if same_keys:
+                memo[np.dtype(dtype), nn] = keys, order
         want = (order,) if argsort else (keys[order],) + ((order,) if values else ())
         ok = impls.same(tuple(a.get() for a in t.out), want)
         policy = sorter.plan(self.dev, dtype, nn)
@@ -216,13 +230,13 @@ class GpuRun:
                 prev_end = evt.profile.end
             algo.trace = None
 
-    def ptxinfo(self, label, kwargs):
+    def ptxinfo(self, label, kwargs, dtype=np.uint32, values=0):
         """Registers, spills and stack of os_pass for this policy (ptxas's report): the program
         the Sorter builds for 2^log2n uint32 keys, rebuilt from the same source and options."""
         from clradix.core.keys import key_codec
         from clradix.core.render import render
         sorter = clradix.Sorter(self.ctx, **kwargs)
-        algo = sorter.planner.sort_driver(self.dev, key_codec(np.uint32), 0, self.n)
+        algo = sorter.planner.sort_driver(self.dev, key_codec(dtype), values, self.n)
         prg = cl.Program(self.ctx, render(algo.template, **algo.render_params)).build(
             options=algo.build_opts + ["-cl-nv-verbose"])
         text = prg.get_build_info(self.dev, cl.program_build_info.LOG)
@@ -230,14 +244,17 @@ class GpuRun:
         at = [i for i, ln in enumerate(lines) if "os_pass" in ln]
         info = " | ".join(ln for i in at for ln in lines[i + 1:i + 3]
                           if "stack" in ln or "Used" in ln)
-        self.out.log(f"ptxas {label}: {info}")
+        self.out.log(f"ptxas {label} {np.dtype(dtype)}{' + values' if values else ''}: {info}")
 
 
 def _variant(spec):
-    """"256x16" or "256x16:ring_slots=65536:radix_bits=4" -> Sorter keywords."""
+    """"256x16" or "256x16:ring_slots=65536:radix_bits=4" -> Sorter keywords ("256xauto": the
+    planner's items per thread, the most that fit local memory for the key and value)."""
     parts = spec.split(":")
     wg, ipt = parts[0].split("x")
-    kw = dict(algorithm="onesweep", wg_size=int(wg), items_per_thread=int(ipt))
+    kw = dict(algorithm="onesweep", wg_size=int(wg))
+    if ipt != "auto":
+        kw["items_per_thread"] = int(ipt)
     for extra in parts[1:]:
         key, val = extra.split("=")
         kw[key] = int(val) if val.isdigit() else val
@@ -262,10 +279,23 @@ def steps(g, args):
         out.append((f"breakdown u32 2^{lg}", lambda lg=lg: g.breakdown(u32, {}, 1 << lg)))
     if args.ptxinfo:
         out.append(("ptxinfo planner", lambda: g.ptxinfo("planner", {})))
+    kinds = {"u32": (u32, {}), "f32": (np.float32, {}), "u64": (np.uint64, {}),
+             "f64": (np.float64, {}), "pairs": (u32, dict(values=True)),
+             "argsort": (u32, dict(argsort=True))}
+    vtypes = [t.strip() for t in args.variant_types.split(",") if t.strip()]
+    unknown = set(vtypes) - set(kinds)
+    if unknown:
+        raise SystemExit(f"--variant-types: unknown {', '.join(sorted(unknown))} (expected "
+                         f"{', '.join(kinds)})")
     for v in filter(None, args.variants.split(",")):
-        out.append((f"onesweep {v}", lambda v=v: g.bench(f"onesweep {v}", u32, _variant(v))))
-        if args.ptxinfo:
-            out.append((f"ptxinfo {v}", lambda v=v: g.ptxinfo(v, _variant(v))))
+        for vt in vtypes:
+            dt, extra = kinds[vt]
+            label = f"onesweep {v}" + ("" if vt == "u32" else f" {vt}")
+            out.append((label, lambda v=v, dt=dt, extra=extra, label=label: g.bench(
+                label, dt, _variant(v), same_keys=True, **extra)))
+            if args.ptxinfo and vt in ("u32", "u64", "pairs"):
+                out.append((f"ptxinfo {v} {vt}", lambda v=v, dt=dt, vt=vt: g.ptxinfo(
+                    v, _variant(v), dt, 4 if vt == "pairs" else 0)))
     if args.types:
         for dt in (np.int32, np.float32, np.uint64, np.float64):
             out += [(f"peers {np.dtype(dt)}", lambda dt=dt: g.bench_peers(dt)),

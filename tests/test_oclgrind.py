@@ -315,6 +315,11 @@ ONESWEEP_CASES = {
     "tail-guard": dict(ring_guard="tail", tail_bits=1, ring_slots=4, lookback=2),
     # a look-back of one tile (only a predecessor's inclusive prefix will do), a ring of 2
     "lookback-1": dict(ring_slots=2, lookback=1),
+    # the other pass designs: counts from the ranking with one-barrier votes (the races to look
+    # for: the three flag words in turn, the claim without a group vote); a persistent group
+    # looping over the tiles with look-backs that give up at once
+    "ranked-counts": dict(tile_schedule="ranked_counts"),
+    "ranked-persistent": dict(tile_schedule="ranked_counts", persistent=1, spin_limit=1),
 }
 
 

@@ -74,7 +74,9 @@ class Onesweep(DigitPasses):
             portion = start // PORTION
             tiles = -(-length // pol.tile)
             b_in, b_out = (bins_a, bins_b) if portion % 2 == 0 else (bins_b, bins_a)
-            seq.launch(f"os_pass {p}", "os_pass", (tiles * wg,), (wg,),
+            groups = tiles if not pol.persistent else min(
+                tiles, pol.persistent * self.profile.compute_units)
+            seq.launch(f"os_pass {p}", "os_pass", (groups * wg,), (wg,),
                        bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, start, length,
                                shift, mask, flip, write_keys])
 
@@ -88,6 +90,7 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
                 ring_guard=pol.ring_guard,
                 tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
                 force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
+                schedule=pol.tile_schedule, persistent=pol.persistent > 0,
                 status_atomics=status_atomics(profile, device),
                 serial_claim="oclgrind" in profile.platform.lower(),
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]))

@@ -19,6 +19,7 @@ ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
 RADIX_BITS = (2, 4, 8)
 RANKINGS = ("local", "ptx", "khr", "intel")
 RING_GUARDS = ("flags", "tail")
+TILE_SCHEDULES = ("early_counts", "ranked_counts")
 # Onesweep's look-back words hold 29-bit counts: larger sorts run in portions of this many keys.
 ONESWEEP_PORTION = 1 << 28
 
@@ -45,6 +46,14 @@ class SortPolicy:
     fused_passes: bool = False    # onesweep: the histogram, the scan and every digit pass in one
     #                               launch after one fill (os_fused; n <= ring_slots x tile:
     #                               its rings hold every tile of a pass, no slot is reused)
+    tile_schedule: str = "early_counts"  # onesweep: the order of a tile's steps ("early_counts":
+    #                               the digits counted in a step of their own and published
+    #                               before the ranking, 17 barriers a tile; "ranked_counts": the
+    #                               counts from the ranking's subgroup counters, published
+    #                               before the scan, one-barrier votes: 7 barriers a tile)
+    persistent: int = 0           # onesweep: work-groups per compute unit that loop over the
+    #                               tiles of a pass, loading the next tile's keys during the
+    #                               current one's look-back (0: one tile per work-group)
 
     @property
     def tile(self):
@@ -141,7 +150,8 @@ NVIDIA_FUSED_MAX = 1 << 21
 
 # The type of each SortPolicy field, and the accepted values of the enum-like string fields.
 _FIELD_TYPES = typing.get_type_hints(SortPolicy)
-_CHOICES = {"algorithm": ALGORITHMS, "ranking": RANKINGS, "ring_guard": RING_GUARDS}
+_CHOICES = {"algorithm": ALGORITHMS, "ranking": RANKINGS, "ring_guard": RING_GUARDS,
+            "tile_schedule": TILE_SCHEDULES}
 
 
 def check_field(name, value):
@@ -246,8 +256,9 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
             policy = replace(policy, items_per_thread=policy.items_per_thread * 3 // 4)
     if (profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
             and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
-            and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
-        policy = replace(policy, fused_passes=True)
+            and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)
+            and not fields.get("persistent")):
+        policy = replace(policy, fused_passes=True, persistent=0)
     if policy.fused_passes and "ring_slots" not in fields:
         # the rings hold every tile of a pass (os_fused reuses no slot)
         tiles = -(-n // policy.tile)
@@ -350,11 +361,10 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
     if policy.fused_passes and fused_unreliable(profile):
-        raise PolicyError(f"fused_passes is refused on {dev}: the one-launch onesweep program "
-                          f"gave wrong keys or wrote out of bounds there now and then when PoCL "
-                          f"ran its work-groups on two threads (2 of 3 runs of 300 sorts, "
-                          f"2026-11-25; none on one thread, none with fused_passes=False); sort "
-                          f"with fused_passes=False (the planner's choice there)")
+        raise _refused(dev, "fused_passes is", "the one-launch onesweep program gave wrong keys or "
+                       "wrote out of bounds there now and then when PoCL ran its work-groups on "
+                       "two threads (2 of 3 runs of 300 sorts, 2026-11-25; none on one thread, "
+                       "none with fused_passes=False)", "fused_passes=False")
     if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
         raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
                           f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "
@@ -374,6 +384,14 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"too little local memory on {dev}: {policy} needs {need} bytes of local "
                           f"memory for {key_bytes}-byte keys, the device has "
                           f"{profile.local_mem_bytes} (CL_DEVICE_LOCAL_MEM_SIZE)")
+
+
+def _refused(dev, what, why, instead):
+    """The PolicyError of an option (``what``, with its verb) refused on a device where it
+    failed (``why``), naming the
+    setting to sort with instead (the planner's own choice there)."""
+    return PolicyError(f"{what} refused on {dev}: {why}; "
+                       f"sort with {instead} (the planner's choice there)")
 
 
 def _radix_bits_message(radix_bits):
@@ -422,6 +440,20 @@ def _validate_onesweep(policy, profile):
                           f"at most 32")
     if policy.ring_guard not in RING_GUARDS:
         raise PolicyError(f"ring_guard={policy.ring_guard!r}: expected 'flags' or 'tail'")
+    if policy.tile_schedule not in TILE_SCHEDULES:
+        raise PolicyError(f"tile_schedule={policy.tile_schedule!r}: expected one of "
+                          f"{', '.join(repr(s) for s in TILE_SCHEDULES)}")
+    if policy.persistent < 0:
+        raise PolicyError(f"persistent={policy.persistent} must be 0 (a tile per work-group) or "
+                          f"the work-groups per compute unit")
+    if policy.persistent and fused_unreliable(profile):
+        raise _refused(dev, "persistent work-groups are", "a persistent os_pass (work-groups "
+                       "looping over tiles, with barriers inside the loop) never finished there "
+                       "(2026-11-25, a ring of 24 tiles and 2 work-groups; the same programs "
+                       "sorted correctly on Intel's CPU runtime)", "persistent=0")
+    if policy.persistent and policy.fused_passes:
+        raise PolicyError("persistent work-groups are a choice of the per-pass launches; "
+                          "fused_passes runs every pass in one launch: set one of them")
     if policy.spin_limit < 0:
         raise PolicyError(f"spin_limit={policy.spin_limit} must be at least 0")
     if policy.ring_guard == "tail" and not 0 <= policy.tail_bits < 32:
