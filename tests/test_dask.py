@@ -340,3 +340,31 @@ def test_numpy_engine_select(rng, dtype):
                     rv = np.take_along_axis(x, rp, -1)
                 np.testing.assert_array_equal(p, rp, err_msg=f"k={k} largest={largest}")
                 np.testing.assert_array_equal(bits_of(v), bits_of(rv))
+
+
+def test_benchmark_command(tmp_path):
+    """`python -m benchmarks dask` at a small size, 1 worker and 2 sharing the test device:
+    it runs every case, checks every result (a wrong one exits 1) and records the one-call
+    baseline beside the Dask runs."""
+    import json
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "dask.json"
+    cmd = [sys.executable, "-m", "benchmarks", "dask", "--device", DEVICE_INDEX, "--log2n", "15",
+           "--chunk-log2", "13", "--workers", "1,2", "--share-device", "--threads-per-worker",
+           "1", "--repeat", "1", "--json", str(out)]
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert all(r["ok"] for r in rows)
+    cases = {(r["impl"], r["case"]) for r in rows}
+    for op in ("sort", "argsort", "topk k=1000"):
+        for engine in ("clradix", "numpy"):
+            assert (f"clradix.dask[{engine}]", f"{op} 1 worker(s)") in cases
+            assert (f"clradix.dask[{engine}]", f"{op} 2 worker(s) on 1 device") in cases
+    for op in ("sort", "argsort", "topk"):
+        assert ("clradix (one call)", f"{op} one device") in cases
+    # every timed Dask run did the work (a result still held would make the next run free)
+    assert all(r["phases_s"].get("calls", 0) > 0 for r in rows
+               if r["impl"] == "clradix.dask[clradix]")
