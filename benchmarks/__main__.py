@@ -12,6 +12,8 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
     dask     clradix.dask (sort, top-k) on 1 worker and device vs 2, beside numpy chunk functions
     latency  per-call cost of small and mid sorts (single call, stream, host enqueue time)
              beside CuPy, torch and numpy
+    cpu      CPU devices beside numpy's default and stable kinds, per call (sort, argsort,
+             top-k, rows)
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -22,10 +24,10 @@ when any case gave a wrong result or raised; each failure is printed with its ca
 import argparse
 import sys
 
-from . import dask_scaling, gpu, large, latency, matrix, segmented, stress, topk
+from . import cpu, dask_scaling, gpu, large, latency, matrix, segmented, stress, topk
 
 COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
-            "stress": stress, "dask": dask_scaling, "latency": latency}
+            "stress": stress, "dask": dask_scaling, "latency": latency, "cpu": cpu}
 
 
 def main(argv=None):

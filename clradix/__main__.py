@@ -1,7 +1,9 @@
 """Command line: ``python -m clradix [-v] [demo|info|plan|autotune] ...``.
 
-``demo`` (the default) sorts random keys, or the keys of a ``.npy`` file, on one device and prints
-the device, the time and a bit-exact comparison with numpy's stable sort. ``info`` lists the devices.
+``demo`` (the default) sorts, argsorts or selects the top k of random keys, or of the keys of a
+``.npy`` file, on one device and prints the device, clradix's time per call beside what a numpy
+user would call instead (numpy's default kind and its stable sort, warm, median of the same
+repeats) and a bit-exact check against numpy. ``info`` lists the devices.
 
 Parsing the command line imports neither numpy nor pyopencl (``--help`` answers at once): each
 command, and each argument type that needs them, imports them when it runs.
@@ -163,14 +165,39 @@ def random_keys(rng, dtype, n):
     return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
 
 
-def _reference(keys, descending):
+def _order(keys, descending):
+    """numpy's stable order of the keys by clradix's order key (NaN last, -0.0 == +0.0)."""
     import numpy as np
-    from .core.keys import KEY_DTYPES, key_codec
-    if not descending and keys.dtype in KEY_DTYPES:
-        return np.sort(keys, kind="stable")
-    # descending, or bfloat16 (whose numpy sort does not put NaN last): the order key's order
+    from .core.keys import key_codec
     okey = key_codec(keys.dtype).order_key(keys)
-    return keys[np.argsort(~okey if descending else okey, kind="stable")]
+    return np.argsort(~okey if descending else okey, kind="stable")
+
+
+def _median_ms(fn, repeat):
+    """One untimed run (warm-up), then the median wall time of ``repeat`` runs, in ms."""
+    import numpy as np
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e3 if times else None
+
+
+def _numpy_calls(keys, op, k, descending):
+    """(label, call) of what a numpy user would call instead: the default kind and the stable
+    one; top-k: argpartition, then sorting the k."""
+    import numpy as np
+    if op == "topk":
+        def topk():
+            part = np.argpartition(keys, keys.size - k)[keys.size - k:]
+            return part[np.argsort(keys[part], kind="stable")[::-1]]
+        return [("np.argpartition + sort of the k", topk)]
+    fn = np.sort if op == "sort" else np.argsort
+    name = "np.sort" if op == "sort" else "np.argsort"
+    return [(f"{name} (default kind)", lambda: fn(keys)),
+            (f"{name}(kind='stable')", lambda: fn(keys, kind="stable"))]
 
 
 def cmd_demo(args):
@@ -179,6 +206,7 @@ def cmd_demo(args):
     import pyopencl.array as cl_array
     from .core.device import DeviceProfile
     from .core.keys import key_codec
+    from .dispatch.selector import Selector
     from .dispatch.sorter import Sorter
     dev = _pick_device(args.device)
     if args.file is not None:
@@ -187,39 +215,62 @@ def cmd_demo(args):
         keys = random_keys(np.random.default_rng(args.seed), args.dtype, args.n)
     codec = key_codec(keys.dtype)
     keys = np.ascontiguousarray(keys)
+    op = args.op
     print(f"clradix {__version__} on {DeviceProfile.from_device(dev).describe()}")
     if keys.size == 0:
-        print(f"nothing to sort: 0 {keys.dtype} keys")
+        print(f"nothing to {op}: 0 {keys.dtype} keys")
         return 0
+    k = min(args.k, keys.size)
     ctx = cl.Context([dev])
-    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    queue = cl.CommandQueue(ctx)
     sorter = Sorter(ctx)
+    selector = Selector(ctx, sorter=sorter)
     d_keys = cl_array.to_device(queue, keys)
     work = cl_array.empty_like(d_keys)
-    times = []
-    for rep in range(args.repeat + 1):  # the first run builds the kernels
-        cl.enqueue_copy(queue, work.data, d_keys.data).wait()
-        t0 = time.perf_counter()
-        evt = sorter.sort(queue, work, descending=args.descending)
-        evt.wait()
-        if rep:
-            times.append(time.perf_counter() - t0)
-    out = work.get()
-    t0 = time.perf_counter()
-    ref = _reference(keys, args.descending)
-    t_np = time.perf_counter() - t0
-    ok = np.array_equal(out.view(codec.unsigned_dtype), ref.view(codec.unsigned_dtype))
-    policy = sorter.plan(dev, keys.dtype, keys.size)
-    print(f"policy  {policy}")
-    if times:
-        med = float(np.median(times))
-        timing = (f"{med * 1e3:.2f} ms median of {len(times)} "
-                  f"({keys.size / med / 1e6 if med else 0:.1f} Mkeys/s)")
+    result = {}
+
+    def run():
+        if op == "sort":
+            cl.enqueue_copy(queue, work.data, d_keys.data)
+            sorter.sort(queue, work, descending=args.descending).wait()
+            result["out"] = work
+        elif op == "argsort":
+            idx, evt = sorter.argsort(queue, d_keys, descending=args.descending)
+            evt.wait()
+            result["out"] = idx
+        else:
+            vals, idx, evt = selector.topk(queue, d_keys, k, largest=not args.descending)
+            evt.wait()
+            result["out"] = idx
+    ms = _median_ms(run, args.repeat)   # (the warm-up builds the kernels)
+    got = result["out"].get()
+    order = _order(keys, args.descending if op != "topk" else not args.descending)
+    if op == "sort":
+        want = keys[order]
+        ok = np.array_equal(got.view(codec.unsigned_dtype), want.view(codec.unsigned_dtype))
+        check = "bit-exact equal to numpy's stable sort"
+    elif op == "argsort":
+        ok = np.array_equal(got.astype(np.int64), order)
+        check = "equal to numpy's stable argsort"
     else:
-        timing = "not timed (--repeat 0)"
-    print(f"sorted  {keys.size} {keys.dtype} keys{' descending' if args.descending else ''}: "
-          f"{timing}; numpy.sort {t_np * 1e3:.2f} ms")
-    print(f"check   {'OK: bit-exact equal to numpy stable sort' if ok else 'MISMATCH'}")
+        ok = np.array_equal(got.astype(np.int64), order[:k])
+        check = f"the {k} {'smallest' if args.descending else 'largest'}, ranked, ties by position"
+    if op != "topk":
+        print(f"policy  {sorter.plan(dev, keys.dtype, keys.size)}")
+    what = f"{op} of {keys.size} {keys.dtype} keys" + (f", k={k}" if op == "topk" else "") + \
+        (" descending" if args.descending and op != "topk" else "") + \
+        (" smallest" if args.descending and op == "topk" else "")
+    if ms is None:
+        print(f"{what}: not timed (--repeat 0)")
+    else:
+        print(f"{what}, wall ms per call (the call and its wait; median of {args.repeat} after "
+              f"a warm-up):")
+        print(f"  clradix{'':31s} {ms:10.2f}")
+        if not args.descending:   # numpy's calls sort ascending (top-k: the largest)
+            for label, fn in _numpy_calls(keys, op, k, args.descending):
+                t = _median_ms(fn, args.repeat)
+                print(f"  {label:38s} {t:10.2f}   ({t / ms if ms else 0:.2f}x clradix's time)")
+    print(f"check   {'OK: ' + check if ok else 'MISMATCH: not ' + check}")
     return 0 if ok else 1
 
 
@@ -319,7 +370,11 @@ def build_parser():
     demo.add_argument("--file", type=keys_file, metavar="FILE",
                       help="a .npy file of keys (1-D) to sort instead of random ones")
     demo.add_argument("--device", help="device index or name substring (default: see info)")
-    demo.add_argument("--descending", action="store_true")
+    demo.add_argument("--op", choices=("sort", "argsort", "topk"), default="sort",
+                      help="what to time and check (sort)")
+    demo.add_argument("--k", type=non_negative, default=100, help="top-k's k (100)")
+    demo.add_argument("--descending", action="store_true",
+                      help="descending order (top-k: the smallest k)")
     demo.add_argument("--repeat", type=non_negative, default=5,
                       help="timed runs after one warm-up (5)")
     demo.add_argument("--seed", type=non_negative, default=0)

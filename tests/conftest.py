@@ -283,7 +283,11 @@ def check_topk(queue, x, k, largest=True, sorted_=True, selector=None, to_device
 
 def one_group_tile(sorter, device, dtype, value_dtype=None):
     """The most keys ``sorter``'s planner sorts with one work-group on ``device`` (its plan for
-    fewer keys may use a smaller tile: os_small's tile follows n)."""
+    fewer keys may use a smaller tile: os_small's tile follows n). On a device whose planner
+    sorts no size with one work-group (CPUs: the chunked sort), 4096: sizes below and above it
+    still differ in chunks and passes."""
+    if sorter.plan(device, dtype, 1, value_dtype).algorithm != "single_wg":
+        return 4096
     lo, hi = 1, 1 << 17
     while lo < hi:
         mid = (lo + hi + 1) // 2

@@ -2,6 +2,7 @@
 test_cli_errors.py)."""
 
 import numpy as np
+import pytest
 
 from clradix.__main__ import main
 
@@ -77,3 +78,24 @@ def test_demo_is_the_default_command_and_repeat_0_only_checks(capsys):
     code, out, err = run(["--n", "200", "--repeat", "0"], capsys)
     assert (code, err) == (0, "")
     assert "200 uint32 keys: not timed (--repeat 0)" in out and "OK: bit-exact" in out
+
+
+@pytest.mark.parametrize("op,shows", [
+    ("sort", ["np.sort (default kind)", "np.sort(kind='stable')", "OK: bit-exact"]),
+    ("argsort", ["np.argsort (default kind)", "np.argsort(kind='stable')",
+                 "OK: equal to numpy's stable argsort"]),
+    ("topk", ["np.argpartition + sort of the k", "OK: the 50 largest, ranked"]),
+])
+def test_demo_ops_beside_numpy(capsys, op, shows):
+    """--op sort|argsort|topk: clradix's time beside numpy's calls (warm, the same repeats) and
+    the check; descending top-k is the smallest k, checked without numpy's timings."""
+    assert main(["demo", "--op", op, "--n", "3000", "--k", "50", "--dtype", "float32",
+                 "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "clradix" in out and "median of 2" in out
+    for s in shows:
+        assert s in out, out
+    assert main(["demo", "--op", op, "--n", "3000", "--k", "50", "--descending",
+                 "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "OK:" in out and "np." not in out, out

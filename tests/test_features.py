@@ -121,8 +121,9 @@ def _refused(ctx, queue, rng, fake, dtype, n, match):
 
 @pytest.mark.parametrize("n", [100, 50_000])
 def test_too_little_local_memory_names_device_and_feature(ctx, queue, rng, n):
+    # (a GPU's profile: CPUs plan the chunked sort, which needs no local memory)
     fake = replace(DeviceProfile.from_device(ctx.devices[0]), name="Tiny Local Memory Device",
-                   local_mem_bytes=512)
+                   local_mem_bytes=512, device_type="gpu")
     msg = _refused(ctx, queue, rng, fake, np.uint32, n,
                    ["Tiny Local Memory Device", "too little local memory", "the device has 512",
                     "CL_DEVICE_LOCAL_MEM_SIZE"])

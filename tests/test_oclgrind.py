@@ -87,8 +87,11 @@ POLICIES = {
     # 16-wide (emulated) subgroups, two per work-group; a ring of 4 tiles, look-back 2
     "onesweep": dict(algorithm="onesweep", wg_size=WG, items_per_thread=IPT, ranking="local",
                      sg_size=16, ring_slots=4, lookback=2),
+    # the CPUs' chunked sort: chunks of at least 64 keys, 4 per compute unit
+    "chunks": dict(algorithm="chunks", wg_size=1, items_per_thread=64, blocks_per_cu=4),
 }
-SIZES = {"single_wg": 4 * WG - 27, "reduce_then_scan": 5 * TILE + 7, "onesweep": 5 * TILE + 5}
+SIZES = {"single_wg": 4 * WG - 27, "reduce_then_scan": 5 * TILE + 7, "onesweep": 5 * TILE + 5,
+         "chunks": 5 * TILE + 9}
 
 
 class Grind:
@@ -375,6 +378,20 @@ def test_topk(g, rng, shape, k, largest, srt, dtype):
     g.keep(*conftest.check_topk(g.queue, a, k, largest, srt, to_device=g.to_device))
 
 
+@pytest.mark.parametrize("shape,k", [((700,), 5), ((3, 700), 40), ((2, 130), 130)])
+def test_topk_chunks(g, rng, shape, k):
+    """The CPUs' chunked top-k with chunks of 50 keys: buffer refills, several chunks a row,
+    the merges."""
+    sel = clradix.Selector(g.context)
+    if not g.context.devices[0].type & cl.device_type.CPU:
+        pytest.skip("the chunked top-k is the CPUs' route")
+    sel.overrides.update(chunk_keys=50)
+    a = float_specials(rng, np.float32, int(np.prod(shape))).reshape(shape)
+    for largest in (True, False):
+        g.keep(*conftest.check_topk(g.queue, a, k, largest, True, selector=sel,
+                                    to_device=g.to_device))
+
+
 @pytest.mark.parametrize("rows", [1, 3])
 def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     """k above the local-memory sort: the selected pairs are ordered by radix sorts, then gathered
@@ -445,10 +462,12 @@ SEG_POLICY = clradix.SegmentPolicy(wg_size=WG, items_per_thread=IPT, ranking="lo
 SEG_LENS = [0, 1, 5, TILE, TILE + 1, 0, 4 * TILE + 5, 2, 40, 3]
 
 
+@pytest.mark.parametrize("policy", [SEG_POLICY, clradix.SegmentPolicy(algorithm="chunks")],
+                         ids=["workgroups", "chunks"])
 @pytest.mark.parametrize("mode", conftest.SORT_OPS)
 @pytest.mark.parametrize("dtype", ["float32", "uint64", "int8"])
-def test_segmented(g, rng, dtype, mode):
-    sorter = g.sorter(segment_policy=SEG_POLICY)
+def test_segmented(g, rng, dtype, mode, policy):
+    sorter = g.sorter(segment_policy=policy)
     offsets = 3 + np.concatenate([[0], np.cumsum(SEG_LENS)])
     keys = float_specials(rng, np.dtype(dtype), int(offsets[-1]) + 2)
     values = _values(rng, keys.size, VALUE_DTYPE[dtype]) if mode == "pairs" else None
@@ -458,10 +477,12 @@ def test_segmented(g, rng, dtype, mode):
                    offsets_dtype=np.int64, to_device=g.to_device)
 
 
-def test_segmented_rows_and_invalid_offsets(g, rng):
+@pytest.mark.parametrize("policy", [SEG_POLICY, clradix.SegmentPolicy(algorithm="chunks")],
+                         ids=["workgroups", "chunks"])
+def test_segmented_rows_and_invalid_offsets(g, rng, policy):
     """Rows of half a tile (two per work-group), rows of several tiles, and offsets that fail
     the device's check (nothing is written)."""
-    sorter = g.sorter(segment_policy=SEG_POLICY)
+    sorter = g.sorter(segment_policy=policy)
     codec = clradix.key_codec(np.float32)
     for rows, row_len in ((5, TILE // 2), (2, 3 * TILE + 1)):
         x = float_specials(rng, np.float32, rows * row_len)

@@ -74,21 +74,35 @@ def test_planner_picks_per_device():
     other_gpu = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 20)
     assert other_gpu.algorithm == "reduce_then_scan"
     cpu_profile = profile(device_type="cpu", local_mem_bytes=2 ** 20)
-    cpu = plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 20)
-    assert cpu.algorithm == "reduce_then_scan"
-    # CPUs: one work-group up to 16384 keys, its tile following n from 256 x 16
-    for n, tile in ((10, 4096), (4096, 4096), (4097, 8192), (2 ** 14, 2 ** 14)):
+    # CPUs: the chunked sort at every size (a work-item per chunk, no barriers)
+    for n in (10, 4096, 2 ** 14, 2 ** 20, 2 ** 24):
         pol = plan_sort(cpu_profile, key_codec(np.uint32), None, n)
-        assert (pol.algorithm, pol.radix_bits, pol.tile) == ("single_wg", 4, tile), n
-    assert plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 14 + 1).algorithm \
-        == "reduce_then_scan"
+        assert (pol.algorithm, pol.wg_size) == ("chunks", 1), n
+    assert plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 21,
+                     radix_bits=11).radix_bits == 11
+    # the digit width by size: 11 bits where the keys fit the caches easily or not at all
+    for n, bits in ((10, 11), (2 ** 20, 11), (2 ** 20 + 1, 8), (2 ** 22, 8), (2 ** 23, 11)):
+        assert plan_sort(cpu_profile, key_codec(np.float32), None, n).radix_bits == bits, n
+    assert plan_sort(cpu_profile, key_codec(np.uint64), None, 2 ** 24).radix_bits == 8
+    # a work-group field or algorithm: the CPU's work-group policies
+    pol = plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 20, wg_size=64)
+    assert (pol.algorithm, pol.wg_size) == ("reduce_then_scan", 64)
+    for n in (10, 2 ** 14):
+        pol = plan_sort(cpu_profile, key_codec(np.uint32), None, n, algorithm="single_wg")
+        assert (pol.algorithm, pol.radix_bits) == ("single_wg", 4), n
+    assert plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 20,
+                     algorithm="reduce_then_scan").wg_size == 256
     intel = profile(device_type="cpu", local_mem_bytes=2 ** 18, extensions=frozenset(
         ["cl_intel_required_subgroup_size", "cl_khr_subgroup_ballot", "cl_intel_subgroups"]))
-    pol = plan_sort(intel, key_codec(np.float32), None, 2 ** 20)
+    assert plan_sort(intel, key_codec(np.float32), None, 2 ** 20).algorithm == "chunks"
+    pol = plan_sort(intel, key_codec(np.float32), None, 2 ** 20, algorithm="onesweep")
     assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "intel", 16)
     khr_only = replace(intel, extensions=intel.extensions - {"cl_intel_subgroups"})
-    pol = plan_sort(khr_only, key_codec(np.float32), None, 2 ** 20)
+    pol = plan_sort(khr_only, key_codec(np.float32), None, 2 ** 20, algorithm="onesweep")
     assert (pol.algorithm, pol.ranking, pol.sg_size) == ("onesweep", "khr", 16)
+    # the chunked sort asked for on a GPU
+    pol = plan_sort(nv, key_codec(np.uint32), None, 2 ** 20, algorithm="chunks")
+    assert (pol.algorithm, pol.wg_size) == ("chunks", 1)
 
 
 def test_planner_shrinks_tile_to_local_memory():

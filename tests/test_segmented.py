@@ -29,9 +29,14 @@ TILE = 128
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 
 
-@pytest.fixture(scope="module")
-def small_sorter(ctx):
-    return clradix.Sorter(ctx, segment_policy=SMALL)
+# the CPUs' driver: a work-item sorts whole segments (insertion up to 24 keys, 8-bit passes)
+CHUNKS = clradix.SegmentPolicy(algorithm="chunks")
+
+
+@pytest.fixture(scope="module", params=["workgroups", "chunks"])
+def small_sorter(ctx, request):
+    """The work-group driver with small tiles; and the chunked driver (every device runs it)."""
+    return clradix.Sorter(ctx, segment_policy=SMALL if request.param == "workgroups" else CHUNKS)
 
 
 def bits_of(a):
@@ -234,7 +239,8 @@ def test_build_failure_shrinks_the_tile_then_the_ranking(queue, rng, monkeypatch
             assert all(warns in m for m in ours[-1:])
         assert len(tried) == attempts
 
-    sorter = clradix.Sorter(queue.context)
+    groups = clradix.SegmentPolicy(algorithm="workgroups")   # (CPUs plan "chunks")
+    sorter = clradix.Sorter(queue.context, segment_policy=groups)
     first = sorter.planner.plan_segments(queue.device, key_codec(np.float32), 4)[1]
     monkeypatch.setattr(segmented, "SegmentedSort", refusing(12, ("local", first.ranking)))
     check(sorter, "keys per work-item", 1 + (first.items_per_thread > 12))
@@ -243,10 +249,10 @@ def test_build_failure_shrinks_the_tile_then_the_ranking(queue, rng, monkeypatch
     # a subgroup ranking (planned on a device without one, as if it had one) refused at any tile
     tried.clear()
     monkeypatch.setattr(segmented, "plan_segments", lambda profile, codec, ib, overrides: (
-        dataclasses.replace(real_plan(profile, codec, ib, None), ranking="khr", sg_size=16,
+        dataclasses.replace(real_plan(profile, codec, ib, groups), ranking="khr", sg_size=16,
                             items_per_thread=16)))
     monkeypatch.setattr(segmented, "SegmentedSort", refusing(64, ("local",)))
-    check(clradix.Sorter(queue.context), "local-memory ranking", 6)
+    check(clradix.Sorter(queue.context, segment_policy=groups), "local-memory ranking", 6)
     assert tried == [(16, "khr"), (12, "khr"), (9, "khr"), (6, "khr"), (4, "khr"), (16, "local")]
 
     asked = clradix.Sorter(queue.context, segment_policy=clradix.SegmentPolicy(ranking="khr"))

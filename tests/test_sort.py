@@ -9,7 +9,7 @@ import clradix
 from clradix.core import sizes as sizes_mod
 from clradix.core.keys import KEY_DTYPES
 
-from conftest import check_sort
+from conftest import SORT_OPS, check_sort
 from data import DISTRIBUTIONS, float_specials, uniform
 from reference import bits_of, ref_argsort
 
@@ -267,3 +267,18 @@ def test_fused_scan_trace(ctx, queue, rng):
     assert [name for name, _ in driver.trace] == [f"rts_{k} {p}" for p in range(4)
                                                   for k in ("count", "scatter")]
     driver.trace = None
+
+
+@pytest.mark.parametrize("radix_bits", [2, 4, 6, 8, 10, 11, 12])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.uint64, np.float64],
+                         ids=str)
+def test_chunks_digit_widths(ctx, queue, rng, radix_bits, dtype):
+    """The chunked sort (the CPUs' default; any device runs it) at every digit width it takes,
+    many chunks of at least 64 keys, a last pass narrower than the others: keys, pairs and
+    argsort, both directions, a bit range."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", radix_bits=radix_bits,
+                            items_per_thread=64, blocks_per_cu=8)
+    keys = float_specials(rng, dtype, 64 * 37 + 5)
+    for op in SORT_OPS:
+        check_sort(queue, sorter, keys, op, descending=op == "argsort")
+    check_sort(queue, sorter, keys, "pairs", begin_bit=3, end_bit=np.dtype(dtype).itemsize * 8 - 1)

@@ -25,9 +25,11 @@ from conftest import FailingAllocator, check_topk, fake_profile, poison, returns
 from reference import bits_of, compare_topk
 
 
-# The two paths of a call: "single" (one work-group per row, one launch: topk_single) and
-# "passes" (init, the digit passes over several work-groups per row, the route's ordering).
-PATHS = ["single", "passes"]
+# The paths of a call: "single" (one work-group per row, one launch: topk_single), "passes"
+# (init, the digit passes over several work-groups per row, the route's ordering) and, on CPUs,
+# "chunks" (a work-item per chunk of a row, then one per row merges; chunks of 300 keys here,
+# so that small rows take several).
+PATHS = ["single", "passes", "chunks"]
 
 
 def selector(ctx, path, **options):
@@ -36,6 +38,12 @@ def selector(ctx, path, **options):
     public = {n: options.pop(n) for n in ("wg_size", "items_per_thread", "groups_per_cu",
                                           "sort_size", "allocator") if n in options}
     sel = clradix.Selector(ctx, **public)
+    if path == "chunks":
+        if not ctx.devices[0].type & cl.device_type.CPU or set(public) - {"allocator"} \
+                or options:
+            pytest.skip("the chunked top-k is the CPUs' route, with no work-group option")
+        sel.overrides.update(chunk_keys=300)
+        return sel
     sel.overrides.update(options, single_max=1 << 30 if path == "single" else 0)
     return sel
 
@@ -217,7 +225,7 @@ def _threshold_state(queue, sel, x, k, largest=True):
     sizes, _ = radix_select._temp_sizes(plan, codec, rows, k)
     cand_pos = np.empty((rows, plan.cap), ix)
     cl.enqueue_copy(queue, cand_pos, blocks[0],
-                    src_offset=radix_select._carve_offsets(sizes)[0][4])
+                    src_offset=radix_select.carve_offsets(sizes)[0][4])
     return plan, states[:rows], states[rows:], cand_pos
 
 
@@ -290,8 +298,12 @@ def test_threshold_plans():
     assert plan_topk(gpu, f32, 1, 1 << 28, 1 << 21, True).sample == 0      # too many expected
     assert plan_topk(gpu, f32, 1, (1 << 23) - 1, 1, True).sample == 0
     assert plan_topk(gpu, f32, 4, 1 << 23, 1, False).sample == 2048
-    assert plan_topk(cpu, f32, 1, 1 << 18, 100, True).sample == 2048
-    assert plan_topk(cpu, f32, 1, (1 << 18) - 1, 100, True).sample == 0
+    # CPUs: the chunked route unless a radix-select field is set
+    assert plan_topk(cpu, f32, 1, 1 << 18, 100, True).route == "chunks"
+    assert plan_topk(cpu, f32, 1, 1 << 18, 100, True, chunk_keys=64).route == "chunks"
+    assert plan_topk(cpu, f32, 1, 1 << 18, (1 << 16) + 1, True).route != "chunks"
+    assert plan_topk(cpu, f32, 1, 1 << 18, 100, True, groups_per_cu=2).sample == 2048
+    assert plan_topk(cpu, f32, 1, (1 << 18) - 1, 100, True, groups_per_cu=2).sample == 0
     small_local = fake_profile(local_mem_bytes=16 * 1024)
     assert plan_topk(small_local, f64, 1, 1 << 28, 10, True).sample == 1024   # 8 KiB of keys
     assert plan_topk(gpu, f32, 1, 1 << 28, 1000, True, sample_size=0).sample == 0
@@ -606,6 +618,9 @@ def test_temp_bytes_refuses_what_topk_refuses(ctx, monkeypatch):
     with pytest.raises(TypeError, match="unsupported key dtype"):
         sel.temp_bytes(2, 10, 1, np.complex64)
     assert sel.temp_bytes(0, 10, 5) == sel.temp_bytes(3, 0, 0) == sel.temp_bytes(3, 10, 0) == 0
+    assert sel.temp_bytes(np.int64(2), np.int32(10), np.uint8(3)) > 0 or not (
+        ctx.devices[0].type & cl.device_type.CPU)   # (CPUs: the chunked route's temporaries)
+    sel.overrides.update(single_max=1 << 16)
     assert sel.temp_bytes(np.int64(2), np.int32(10), np.uint8(3)) == 0    # one launch
     sel.overrides.update(single_max=0)
     assert sel.temp_bytes(np.int64(2), np.int32(10), np.uint8(3)) > 0

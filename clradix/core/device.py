@@ -35,6 +35,10 @@ class DeviceProfile:
         return self.device_type == "gpu"
 
     @property
+    def is_cpu(self):
+        return self.device_type == "cpu"
+
+    @property
     def is_nvidia(self):
         return "nvidia" in self.vendor.lower() or "nvidia" in self.platform.lower()
 

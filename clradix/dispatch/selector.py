@@ -22,6 +22,7 @@ from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
 from ..core.sizes import output_index_dtype
 from ..drivers.radix_select import RadixSelect, global_sorts
+from ..drivers.topk_chunks import TopkChunks
 from ..planning.planner import Planner
 from ..policies.overrides import check_overrides
 from ..policies.topk import TopkPolicy
@@ -141,7 +142,8 @@ class Selector:
             return 0
         device = device or self.context.devices[0]
         plan = self.planner.plan_topk(device, codec, rows, row_len, k, sorted)
-        total = RadixSelect.temp_bytes(plan, codec, rows, k)
+        driver = TopkChunks if plan.route == "chunks" else RadixSelect
+        total = driver.temp_bytes(plan, codec, rows, k)
         if plan.route == "global":
             sorter = self._get_sorter()
             for dt, vdt, end_bit in global_sorts(codec, rows, row_len, plan.out_index_np):

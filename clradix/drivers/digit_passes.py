@@ -129,6 +129,19 @@ class DigitPasses(Driver):
         raise NotImplementedError  # pragma: no cover
 
 
+class BlockCounts(DigitPasses):
+    """Drivers whose passes count digits per block (reduce-then-scan's blocks, the chunks of the
+    CPU sort) into one table of radix x blocks offsets, ``grid(policy, profile, n)[1]`` blocks."""
+
+    @staticmethod
+    def grid(policy, profile, n):  # pragma: no cover - each driver defines it
+        raise NotImplementedError
+
+    @classmethod
+    def extra_bytes(cls, policy, profile, index_bytes, n, passes):
+        return policy.radix * cls.grid(policy, profile, n)[1] * index_bytes
+
+
 def digit_passes(radix_bits, begin_bit, end_bit):
     """(shift, bits) of each digit pass over bits [begin_bit, end_bit)."""
     return [(s, min(radix_bits, end_bit - s)) for s in range(begin_bit, end_bit, radix_bits)]

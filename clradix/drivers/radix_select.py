@@ -74,7 +74,7 @@ class RadixSelect(Driver):
     def temp_bytes(cls, plan, codec, rows, k):
         """Bytes a call asks its allocator for (the global route's sorts' own aside)."""
         block, apart = _temp_sizes(plan, codec, rows, k)
-        return (_carve_offsets(block)[1] if block else 0) + sum(max(n, 1) for n in apart)
+        return (carve_offsets(block)[1] if block else 0) + sum(max(n, 1) for n in apart)
 
     def sequence(self, job):
         """The ready launch sequence of a TopkJob."""
@@ -91,7 +91,7 @@ class RadixSelect(Driver):
         # the selection's temporaries: one allocation, each part at an offset the kernels take
         # (no sub-buffers); the global route's sort operands are allocations of their own
         sizes, apart = _temp_sizes(plan, self.codec, job.rows, job.k)
-        off, total = _carve_offsets(sizes)
+        off, total = carve_offsets(sizes)
         block = seq.temp(total)[0]
         own = [seq.temp(n)[0] for n in apart]
         seq.launch("topk_init", "topk_init", (job.rows * plan.wg,), (plan.wg,),
@@ -192,7 +192,7 @@ def _temp_sizes(plan, codec, rows, k):
     return sizes, []
 
 
-def _carve_offsets(sizes):
+def carve_offsets(sizes):
     """(byte offset of each part, total bytes): parts aligned to 4 KiB, so that every element
     type's pointer at an offset is aligned."""
     offsets, total = [], 0

@@ -1,9 +1,9 @@
 """Host side of the reduce-then-scan digit passes (cl_templates/reduce_then_scan.cl.mako)."""
 
-from .digit_passes import DigitPasses
+from .digit_passes import BlockCounts
 
 
-class ReduceThenScan(DigitPasses):
+class ReduceThenScan(BlockCounts):
     template = "reduce_then_scan.cl.mako"
     kernel_names = ("rts_count", "rts_scan", "rts_scatter")
 
@@ -19,11 +19,6 @@ class ReduceThenScan(DigitPasses):
         max_blocks = max(profile.compute_units * policy.blocks_per_cu, -(-n // (2 ** 31)))
         tpb = -(-num_tiles // min(num_tiles, max_blocks))
         return tpb, -(-num_tiles // tpb)
-
-    @classmethod
-    def extra_bytes(cls, policy, profile, index_bytes, n, passes):
-        _, blocks = cls.grid(policy, profile, n)
-        return policy.radix * blocks * index_bytes
 
     def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
         wg = self.policy.wg_size

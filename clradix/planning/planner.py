@@ -27,17 +27,21 @@ from ..core.errors import PolicyError, WorkGroupLimitError
 from ..core.keys import value_type_of
 from ..core.render import KernelBuildError
 from ..core.sizes import index_bytes, index_type, pow2_floor
+from ..drivers.chunks import Chunks
 from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.radix_select import RadixSelect, TopkJob
 from ..drivers.reduce_then_scan import ReduceThenScan
 from ..drivers.segmented import SegmentedSort
+from ..drivers.segmented_chunks import SegmentChunks
+from ..drivers.topk_chunks import TopkChunks
 from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
 from ..policies.segment import plan_segments
 from ..policies.sort import plan_sort, validate, without_ranking
 from ..policies.topk import MIN_WG, plan_topk
 from ..policies.tuning import tuned_table
 
-DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup}
+DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup,
+           "chunks": Chunks}
 
 # How many call configurations the planner keeps the prepared work of: a repeated call plans,
 # validates and builds nothing (about half of a small sort's host time on PoCL).
@@ -274,9 +278,10 @@ class Planner:
             profile, pol = self.plan_segments(device, codec, np.dtype(index_np).itemsize, key)
             value_t = value_type_of(value_bytes)
             try:
+                cls = SegmentChunks if pol.algorithm == "chunks" else SegmentedSort
                 return self.built((device.int_ptr, pol, key),
-                                  lambda: SegmentedSort(self.programs, device, profile, pol, codec,
-                                                        value_t, index_name, index_np, off_t))
+                                  lambda: cls(self.programs, device, profile, pol, codec,
+                                              value_t, index_name, index_np, off_t))
             except WorkGroupLimitError as exc:
                 self.learn_cap(device, ("segments", codec.dtype), exc, pol.wg_size, pol.sg_size,
                                f"the segmented sort of {codec.dtype} keys",
@@ -342,8 +347,9 @@ class Planner:
             key = (device.int_ptr, plan.policy, "topk", codec.dtype, plan.index_name,
                    plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample)
             try:
-                return plan, self.built(key, lambda: RadixSelect(self.programs, device, plan,
-                                                                 codec))
+                cls = TopkChunks if plan.route == "chunks" else RadixSelect
+                key += (plan.route,)
+                return plan, self.built(key, lambda: cls(self.programs, device, plan, codec))
             except WorkGroupLimitError as exc:
                 self.learn_cap(device, config, exc, plan.wg, MIN_WG,
                                f"top-k of {codec.dtype} keys",

@@ -27,6 +27,8 @@ class SegmentPolicy:
     sg_size: typing.Optional[int] = None
     blocks_per_segment: typing.Optional[int] = None
     segments_per_group: typing.Optional[int] = None  # 0: from the average length (rows: exact)
+    algorithm: typing.Optional[str] = None   # "workgroups" (the fields above) or "chunks" (CPUs:
+    #                                          a work-item sorts whole segments; no other field)
 
     @property
     def tile(self):
@@ -40,6 +42,8 @@ class SegmentPolicy:
                 + self.wg_size * 4 * (2 if self.ranking == "local" else 1)  # scan (+ match)
                 + (SEGMENTS_PER_GROUP_MAX + 1) * index_bytes + 16)  # the group's bounds
 
+
+SEGMENT_ALGORITHMS = ("workgroups", "chunks")
 
 # A work-group of seg_local takes at most this many segments (a pass by segment uses one digit).
 SEGMENTS_PER_GROUP_MAX = 256
@@ -68,6 +72,13 @@ def plan_segments(profile, codec, index_bytes_, overrides=None):
         fields = {k: v for k, v in overrides.__dict__.items() if v is not None}
     key = ("nvidia" if profile.is_nvidia else "gpu") if profile.is_gpu else "cpu"
     pol = replace(_SEGMENT_DEFAULTS[key], **fields)
+    if pol.algorithm is None:
+        # CPUs sort whole segments per work-item unless a work-group field was set
+        chunks = profile.is_cpu and not set(fields) - {"algorithm"}
+        pol = replace(pol, algorithm="chunks" if chunks else "workgroups")
+    if pol.algorithm not in SEGMENT_ALGORITHMS:
+        raise PolicyError(f"unknown segmented-sort algorithm {pol.algorithm!r}: expected one of "
+                          f"{SEGMENT_ALGORITHMS}")
     if pol.ranking is None or pol.ranking not in ranking_backends(profile):
         if "ranking" in fields:
             raise PolicyError(f"ranking back-end {pol.ranking!r} is not available on "

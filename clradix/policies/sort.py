@@ -15,8 +15,10 @@ from dataclasses import MISSING, dataclass, replace
 from ..core.errors import PolicyError
 from ..core.sizes import index_bytes, pow2_floor
 
-ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg")
+ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg", "chunks")
 RADIX_BITS = (2, 4, 8)
+# the chunked CPU sort takes any digit width a private histogram holds
+CHUNK_RADIX_BITS = (2, 4, 6, 8, 10, 11, 12)
 RANKINGS = ("local", "ptx", "khr", "intel")
 RING_GUARDS = ("flags", "tail")
 TILE_SCHEDULES = ("early_counts", "ranked_counts")
@@ -75,6 +77,8 @@ class SortPolicy:
 
     def local_bytes(self, key_bytes, index_bytes, value_bytes=0):
         """Local memory of the largest kernel under this policy."""
+        if self.algorithm == "chunks":
+            return 0   # one work-item per work-group: private counters only
         if self.algorithm == "single_wg" and self.radix_bits == 8:   # os_small
             return (self.tile * (key_bytes + (2 if value_bytes else 0))  # keys (+ positions)
                     + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
@@ -109,6 +113,14 @@ _DEFAULTS = {
     # BENCHMARKS.md, "Planner").
     "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
                                 ranking="intel", sg_size=16),
+    # CPUs: one work-item per chunk of at least items_per_thread keys, blocks_per_cu chunks per
+    # compute unit; a pass counts each chunk's digits, then scatters each chunk, no barrier
+    # (chunks.cl.mako); the digit width by size (chunk_radix_bits). 2 cores of an AMD EPYC, PoCL
+    # 3.1, uint32 2^22 keys (2026-11-26): 14.6 ms against reduce-then-scan's 161.7 and numpy's
+    # default np.sort 152.3; blocks_per_cu 2 / 8: 15.4 / 16.9 (BENCHMARKS.md, "The chunked CPU
+    # sort").
+    "cpu-chunks": SortPolicy("chunks", radix_bits=8, wg_size=1, items_per_thread=4096,
+                             blocks_per_cu=4),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
     "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
     # ... on CPUs up to 16384 keys, the tile following n from 256 x 16. uint32, ms per call and
@@ -147,6 +159,9 @@ _DEFAULTS = {
 # whole pass before them), at 2^20 the one launch (85.7 against 115.2); 2^21 lies between, unmeasured.
 NVIDIA_FUSED_MAX = 1 << 21
 
+
+# The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
+_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu"}
 
 # The type of each SortPolicy field, and the accepted values of the enum-like string fields.
 _FIELD_TYPES = typing.get_type_hints(SortPolicy)
@@ -224,13 +239,23 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
             return picked
     base = _default_policy(profile, n)
     fields = {k: v for k, v in overrides.items() if v is not None}
+    algorithm = fields.get("algorithm")
+    if algorithm == "chunks":
+        base = _DEFAULTS["cpu-chunks"]
+    elif base.algorithm == "chunks" and (algorithm is not None or set(fields) - _CHUNK_FIELDS):
+        # a work-group algorithm, or a field only those take (wg_size, ranking, ...), asked for
+        # on a CPU: the CPU's work-group default
+        base = _workgroup_cpu_policy(profile, n)
     # what the sizing below computes with (validate checks the rest once the policy is whole)
-    if fields.get("radix_bits", RADIX_BITS[0]) not in RADIX_BITS:
+    if fields.get("algorithm", base.algorithm) == "chunks":
+        if fields.get("radix_bits", 8) not in CHUNK_RADIX_BITS:
+            raise PolicyError(_radix_bits_message(fields["radix_bits"]))
+    elif fields.get("radix_bits", RADIX_BITS[0]) not in RADIX_BITS:
         raise PolicyError(_radix_bits_message(fields["radix_bits"]))
     if fields.get("sg_size", 1) < 1:
         raise PolicyError(f"sg_size={fields['sg_size']} must be at least 1")
     small = _small_policy(profile, codec, value_bytes, fields)
-    if small is not None and n <= small.tile and not (
+    if small is not None and n <= small.tile and base.algorithm != "chunks" and not (
             {"algorithm", "radix_bits", "wg_size", "items_per_thread"} & set(fields)):
         # no larger tile than n needs: os_small ranks every slot of its tile (H100, 2^10 uint32
         # keys: 256 x 32 took about 30 us of device time per call), and the 4-bit passes scan it
@@ -242,6 +267,8 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if fields.get("algorithm") == "single_wg":
         return small or replace(_DEFAULTS["small"], **fields)
     policy = replace(base, **fields)
+    if policy.algorithm == "chunks" and "radix_bits" not in fields:
+        policy = replace(policy, radix_bits=chunk_radix_bits(codec.itemsize, n))
     if (policy.algorithm == "onesweep" and "ranking" not in fields
             and policy.ranking not in ranking_backends(profile)):
         best = ranking_backends(profile)[0]
@@ -290,6 +317,28 @@ def _default_policy(profile, n):
         return _DEFAULTS["nvidia" if n >= (1 << 18) else "nvidia-small"]
     if profile.is_gpu:
         return _DEFAULTS["gpu"]
+    if profile.is_cpu:
+        return _DEFAULTS["cpu-chunks"]
+    return _workgroup_cpu_policy(profile, n)
+
+
+def chunk_radix_bits(key_bytes, n):
+    """The chunked CPU sort's digit width: 11 bits (3 passes for 32-bit keys instead of 4) where
+    the keys fit the caches easily (up to 4 MiB) or not at all (from 32 MiB), 8 between, where
+    2048 scatter destinations per chunk cost more than a pass; 64-bit keys 8 (unmeasured).
+    Measured on 2 cores of an AMD EPYC, PoCL 3.1 and 3.0-rc2 and Intel's CPU runtime, uint32 and
+    float32, 2^18 to 2^24 keys, median of 7 (2026-11-26, BENCHMARKS.md "The chunked CPU sort"):
+    11 bits faster at 2^18-2^20 (2^20 uint32, PoCL 3.1: 3.80 against 7.37 ms) and from 2^23
+    (2^24: 107.9 against 133.5), 8 bits at 2^21-2^22 (2^22: 18.3 against 25.8)."""
+    if key_bytes > 4:
+        return 8
+    nbytes = n * key_bytes
+    return 11 if nbytes <= 4 << 20 or nbytes >= 32 << 20 else 8
+
+
+def _workgroup_cpu_policy(profile, n):
+    """The work-group algorithms' entry for a CPU (or an accelerator): the one that takes
+    work-group fields (wg_size, ranking, ...) when a caller sets them."""
     if ranking_backends(profile)[0] != "local":
         # below 2^18 keys the "cpu" entry: timed round-robin (python -m clradix autotune, three
         # runs of 15-25 repeats at 2^16, u32 and f32) reduce-then-scan 8-bit 256x16 was within
@@ -339,7 +388,13 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         _validate_onesweep(policy, profile)   # (os_small ranks as onesweep does)
     if policy.algorithm not in ALGORITHMS:
         raise PolicyError(f"unknown algorithm {policy.algorithm!r}: expected one of {ALGORITHMS}")
-    if policy.radix_bits not in RADIX_BITS:
+    if policy.algorithm == "chunks":
+        if policy.radix_bits not in CHUNK_RADIX_BITS:
+            raise PolicyError(_radix_bits_message(policy.radix_bits))
+        if policy.wg_size != 1:
+            raise PolicyError(f"the chunks algorithm runs one work-item per work-group: "
+                              f"wg_size={policy.wg_size} must be 1")
+    elif policy.radix_bits not in RADIX_BITS:
         raise PolicyError(_radix_bits_message(policy.radix_bits))
     if policy.wg_size < 1 or policy.wg_size & (policy.wg_size - 1):
         raise PolicyError(f"wg_size={policy.wg_size} must be a power of two")
@@ -395,7 +450,8 @@ def _refused(dev, what, why, instead):
 
 
 def _radix_bits_message(radix_bits):
-    return f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8"
+    return (f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8 (the chunks "
+            f"algorithm: {', '.join(map(str, CHUNK_RADIX_BITS))})")
 
 
 def fused_unreliable(profile):

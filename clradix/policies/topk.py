@@ -44,6 +44,7 @@ class TopkPolicy:
     cand_cap: Optional[int] = None  # candidates kept per row (None: max(row_len // 32, 1024))
     sample_size: int = 2048       # keys sampled per row for the threshold pass (0: never)
     sample_min_row: int = 1 << 18  # rows shorter than this skip the threshold pass
+    chunk_keys: int = 0           # CPUs' chunked route: the shortest chunk (0: max(4096, 8k))
 
     @property
     def tile(self):
@@ -78,7 +79,8 @@ class TopkPlan:
     policy: TopkPolicy
     profile: DeviceProfile
     route: str            # "direct" (unsorted, or k = 1), "local" (sorted in local memory),
-    #                       "global" (sorted by the radix sort)
+    #                       "global" (sorted by the radix sort), "chunks" (CPUs: a work-item
+    #                       per chunk of a row, then one per row merges; always ranked)
     index_name: str       # the kernels' counts and positions within a row
     index_np: type
     idx_np: type          # the indices handed back (row positions)
@@ -108,13 +110,14 @@ class TopkPlan:
 
 def check_topk_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
                          max_wg_size=None, single_max=None, cand_cap=None, sample_size=None,
-                         sample_min_row=None):
+                         sample_min_row=None, chunk_keys=None):
     """TypeError or ValueError naming the option unless each is None (the planner decides) or a
     value the radix select can run with (wg_size at most ``max_wg_size`` when given)."""
     for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
                     ("groups_per_cu", groups_per_cu), ("sort_size", sort_size),
                     ("single_max", single_max), ("cand_cap", cand_cap),
-                    ("sample_size", sample_size), ("sample_min_row", sample_min_row)):
+                    ("sample_size", sample_size), ("sample_min_row", sample_min_row),
+                    ("chunk_keys", chunk_keys)):
         if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool)):
             raise TypeError(f"{name} must be an integer or None (the planner decides), got "
                             f"{type(v).__name__}")
@@ -155,14 +158,19 @@ def check_topk_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None
                          f"{MIN_SAMPLE} to {MAX_SAMPLE}, got {sample_size}")
     if sample_min_row is not None and sample_min_row < 0:
         raise ValueError(f"sample_min_row must be >= 0, got {sample_min_row}")
+    if chunk_keys is not None and chunk_keys < 0:
+        raise ValueError(f"chunk_keys must be >= 0 (0: the planner's), got {chunk_keys}")
 
 
 def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     """The TopkPlan of the k largest or smallest of ``rows`` rows of ``row_len`` keys of
-    ``codec``; ``overrides`` (TopkPolicy fields) replace the planner's choice when not None."""
+    ``codec``; ``overrides`` (TopkPolicy fields) replace the planner's choice when not None.
+    CPUs without overrides take the chunked route up to CHUNKS_MAX_K (:func:`_chunks_plan`)."""
     fields = {name: v for name, v in overrides.items() if v is not None}
     check_topk_overrides(**{n: v for n, v in fields.items() if n != "wg_size"})
     policy = replace(_DEFAULTS["gpu" if profile.is_gpu else "cpu"], **fields)
+    if profile.is_cpu and set(fields) <= {"chunk_keys"} and k <= CHUNKS_MAX_K:
+        return _chunks_plan(policy, profile, codec, rows, row_len, k)
     if "wg_size" not in fields and policy.wg_size > profile.max_wg_size:
         policy = replace(policy, wg_size=max(MIN_WG, pow2_floor(profile.max_wg_size)))
     if policy.wg_size > profile.max_wg_size:
@@ -200,6 +208,30 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=cap,
                     single=one_launch, sample=sample, sample_rank=rank, sample_chunk=chunk)
+
+
+# The chunked CPU top-k (topk_chunks.cl.mako) up to this k; larger k take the radix select.
+CHUNKS_MAX_K = 1 << 16
+# its chunks per compute unit (work-items run as work-groups of one), and the shortest chunk
+# relative to k: a chunk several times k long keeps few of its keys
+CHUNKS_PER_CU, CHUNK_PER_K = 4, 8
+
+
+def _chunks_plan(policy, profile, codec, rows, row_len, k):
+    """The chunked route: ``groups`` work-items per row (enough chunks that every compute unit
+    has CHUNKS_PER_CU, none shorter than the policy's chunk_keys, by default max(4096,
+    CHUNK_PER_K x k) keys), each keeping a
+    buffer of ``cap`` = max(4k, 1024) candidates (at most its chunk)."""
+    shortest = policy.chunk_keys or max(4096, CHUNK_PER_K * k)
+    groups = max(1, min(-(-profile.compute_units * CHUNKS_PER_CU // rows), row_len // shortest))
+    chunk = -(-row_len // groups)
+    cap = max(k, min(max(4 * k, 1024), chunk))
+    index_name, index_np = index_type(row_len)
+    idx_np = output_index_dtype(row_len).type
+    return TopkPlan(policy=policy, profile=profile, route="chunks", index_name=index_name,
+                    index_np=index_np, idx_np=idx_np, out_index_np=idx_np, sort_size=0,
+                    pos_bits=max(row_len - 1, 0).bit_length(), digits=0, groups=groups, cap=cap,
+                    single=False)
 
 
 def warp_aggregate(profile):

@@ -1,0 +1,202 @@
+"""clradix on CPU devices beside what a numpy user calls instead, per call, as a user pays it.
+
+Cases (the CPU issue's table): sort of uint32 keys at 2^16, 2^20, 2^22 and 2^24, float32 at
+2^20, 2^22 and 2^24; argsort of uint32 at 2^22; top-k (k = 100, the largest, ranked) of float32
+at 2^22; rows 1024 x 4096 float32 sorted along the last axis. Each is timed on every device
+given (``--device``, repeatable: PoCL's platforms, Intel's CPU runtime) and beside numpy on the
+host: the default kind (``np.sort``, ``np.argsort``, ``np.sort(axis=-1)``), the stable kind, and
+for top-k ``np.argpartition`` with a sort of the k.
+
+Times are wall ms per call: clradix's call and the wait for its event (keys already on the
+device; in-place sorts restore their input before each call, outside the clock); numpy's call.
+One warm-up (which builds the kernels), then the median of ``--repeat`` runs, clradix and numpy
+interleaved per case so that both see the same machine. Every clradix result is checked against
+numpy (bit for bit; top-k positions exactly, ties by position). ``--variants NAME:FIELD=VALUE,...;
+...`` adds clradix Sorters with policy overrides (``rts:algorithm=reduce_then_scan``; sorts and argsorts).
+"""
+
+import statistics
+import time
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+import clradix
+
+from . import common, impls, timing
+from .latency import parse_variants
+
+CASES = [("sort", "uint32", (1 << 16,)), ("sort", "uint32", (1 << 20,)),
+         ("sort", "uint32", (1 << 22,)), ("sort", "uint32", (1 << 24,)),
+         ("sort", "float32", (1 << 20,)), ("sort", "float32", (1 << 22,)),
+         ("sort", "float32", (1 << 24,)), ("argsort", "uint32", (1 << 22,)),
+         ("topk", "float32", (1 << 22,)), ("rows", "float32", (1024, 4096))]
+QUICK_CASES = [("sort", "uint32", (1 << 12,)), ("sort", "float32", (1 << 14,)),
+               ("argsort", "uint32", (1 << 14,)), ("topk", "float32", (1 << 15,)),
+               ("rows", "float32", (16, 256))]
+TOPK_K = 100
+
+
+def add_arguments(ap):
+    common.add_common_options(ap, repeat=5)
+    ap.add_argument("--cases", help="comma-separated OP:DTYPE:SHAPE (SHAPE: N or ROWSxLEN), "
+                                    "e.g. sort:uint32:1048576,rows:float32:1024x4096")
+    ap.add_argument("--variants", help="clradix variants, NAME:FIELD=VALUE,...;... (SortPolicy "
+                                       "fields)")
+    ap.add_argument("--no-numpy", action="store_true", help="clradix only")
+
+
+def _parse_cases(text):
+    out = []
+    for item in text.split(","):
+        op, dt, shape = item.split(":")
+        out.append((op, dt, tuple(int(v) for v in shape.split("x"))))
+    return out
+
+
+def _median_ms(fn, repeat, prep=None):
+    """One warm-up, then the median wall ms of ``repeat`` runs of ``fn`` (``prep`` before each,
+    outside the clock); the last output."""
+    out = None
+    times = []
+    for rep in range(repeat + 1):
+        if prep:
+            prep()
+        t0 = time.perf_counter()
+        out = fn()
+        if rep:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), times, out
+
+
+def _keys(rng, dtype, shape):
+    return common.random_keys(rng, dtype, int(np.prod(shape))).reshape(shape)
+
+
+def _want(op, x):
+    """numpy's answer in clradix's order (NaN last, ties by position)."""
+    if op == "topk":
+        pos = impls.topk_reference(x, TOPK_K)[0]
+        return x[pos], pos
+    if op == "rows":
+        return np.sort(x, axis=-1, kind="stable")
+    order = impls.stable_order(x)
+    return x[order] if op == "sort" else order
+
+
+def _numpy_calls(op, x):
+    if op == "topk":
+        def topk():
+            part = np.argpartition(x, x.size - TOPK_K)[x.size - TOPK_K:]
+            return part[np.argsort(x[part], kind="stable")[::-1]]
+        return [("argpartition + sort of k", topk)]
+    if op == "rows":
+        return [("np.sort(axis=-1)", lambda: np.sort(x, axis=-1)),
+                ("np.sort(axis=-1, stable)", lambda: np.sort(x, axis=-1, kind="stable"))]
+    fn = np.sort if op == "sort" else np.argsort
+    return [(f"np.{fn.__name__}", lambda: fn(x)),
+            (f"np.{fn.__name__}(stable)", lambda: fn(x, kind="stable"))]
+
+
+def _clradix_call(q, sorter, selector, op, x):
+    """(prep, call, result) for one clradix operation on the keys ``x`` (uploaded once)."""
+    src = cl_array.to_device(q, x)
+    work = cl_array.empty_like(src)
+    box = {}
+
+    def prep():
+        cl.enqueue_copy(q, work.data, src.data).wait()
+
+    def call():
+        if op == "topk":
+            v, i, evt = selector.topk(q, src, TOPK_K)
+            evt.wait()
+            box["out"] = (v, i)
+        elif op == "argsort":
+            idx, evt = sorter.argsort(q, src)
+            evt.wait()
+            box["out"] = idx
+        elif op == "rows":   # what a user calls: a sorted copy of the 2-D array
+            box["out"] = clradix.sort(src, queue=q)
+            q.finish()
+        else:
+            sorter.sort(q, work).wait()
+            box["out"] = work
+    return prep, call, box
+
+
+def _check(op, got, want):
+    if op == "topk":
+        v, i = got
+        return (np.array_equal(i.get().astype(np.int64), np.asarray(want[1]).ravel())
+                and np.array_equal(v.get().view(np.uint8), want[0].ravel().view(np.uint8)))
+    a = got.get().reshape(np.shape(want))
+    if op == "argsort":
+        return np.array_equal(a.astype(np.int64), want)
+    return np.array_equal(a.view(np.uint8), want.view(np.uint8))
+
+
+def main(args):
+    out = common.Run("cpu", args)
+    cases = _parse_cases(args.cases) if args.cases else (QUICK_CASES if args.quick else CASES)
+    if args.quick:
+        args.repeat = min(args.repeat, 2)
+    devices = common.select_devices(args.device)
+    if not devices:
+        raise SystemExit("no usable OpenCL device matches --device")
+    variants = [("clradix", {})]
+    if args.variants:
+        variants += [(f"clradix[{name}]", fields) for name, fields in parse_variants(args.variants)]
+    rng = np.random.default_rng(3)
+    ctxs = {}
+    for dev in devices:
+        ctx = cl.Context([dev])
+        q = cl.CommandQueue(ctx)
+        ctxs[dev.int_ptr] = (q, [(name, clradix.Sorter(ctx, **fields))
+                                  for name, fields in variants], ctx)
+    summary = []
+    for op, dt, shape in cases:
+        x = _keys(rng, dt, shape)
+        n = int(np.prod(shape))
+        want = _want(op, x)
+        label = f"{op} {dt} {'x'.join(map(str, shape))}"
+        best = {}
+        for dev in devices:
+            q, sorters, ctx = ctxs[dev.int_ptr]
+            where = common.opencl_device_fields(dev)
+            for name, sorter in sorters:
+                if op in ("topk", "rows") and name != "clradix":   # (default policies)
+                    continue
+                with out.guard(f"{name} {label} on {where['device']}"):
+                    selector = clradix.Selector(ctx, sorter=sorter)
+                    prep, call, box = _clradix_call(q, sorter, selector, op, x)
+                    ms, samples, _ = _median_ms(call, args.repeat,
+                                                prep if op == "sort" else None)
+                    t = timing.Timing(wall_ms=samples)
+                    ok = _check(op, box["out"], want)
+                    pol = "" if op == "topk" else str(sorter.plan(dev, np.dtype(dt), n))
+                    out.record(where, name, op, np.dtype(dt), n, t, ok=ok, shape=list(shape),
+                               policy=pol)
+                    best.setdefault(name + " on " + where["device"], ms)
+        numpy_ms = {}
+        if not args.no_numpy:
+            for (name, fn), col in zip(_numpy_calls(op, x), ("numpy default", "numpy stable")):
+                ms, samples, _ = _median_ms(fn, args.repeat)
+                out.record(common.host_fields(), name, op, np.dtype(dt), n,
+                           timing.Timing(wall_ms=samples), shape=list(shape))
+                numpy_ms[col] = (name, ms)
+        summary.append((label, best, numpy_ms))
+    out.log("")
+    cols = list(dict.fromkeys(c for _, best, _ in summary for c in best))
+    out.log("| case | " + " | ".join(cols) + " | numpy default | numpy stable | "
+            + " | ".join(f"{c.split(' on ')[0]} / default" for c in cols) + " |")
+    out.log("|" + " --- |" * (3 + 2 * len(cols)))
+    for label, best, numpy_ms in summary:
+        dflt = numpy_ms.get("numpy default")
+        cells = [f"{best[c]:.2f}" if c in best else "" for c in cols]
+        cells += [f"{numpy_ms[c][1]:.2f} ({numpy_ms[c][0]})" if c in numpy_ms else ""
+                  for c in ("numpy default", "numpy stable")]
+        cells += [f"{best[c] / dflt[1]:.2f}x" if c in best and dflt else "" for c in cols]
+        out.log(f"| {label} | " + " | ".join(cells) + " |")
+    return out.finish()

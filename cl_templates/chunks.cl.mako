@@ -1,0 +1,274 @@
+## Chunked LSD radix sort for CPU devices: each work-group is one work-item that owns one
+## contiguous chunk of the keys, so no pass has a barrier, a local-memory rank or a scan across
+## work-items; the kernels are plain scalar loops that a CPU runs at its cache's speed.
+## A digit pass is two launches:
+##   cc_count   - chunk c counts the digits of its keys: counts[d][c]
+##   cc_scatter - chunk c scans the table up to its own entries (RADIX x chunks additions), then
+##                walks its keys in order and writes each at its digit's running offset
+##                (stable: chunks in order, each chunk in order)
+## Keys keep their own bits; the digit comes from the order key (common.mako), so the codec costs
+## no pass and the output is bit-exact. Values follow their keys; argsort's first pass makes them
+## (the indices).
+##
+## Segmented sorts (off_t given: the offsets' type), each work-item owning whole segments:
+##   cs_check    - one work-item: info[0] = whether the offsets are invalid (not non-decreasing or
+##                 outside [0, n]); cs_segments then returns at once
+##   cs_segments - work-item w sorts segments [w * spi, (w + 1) * spi): a segment of at most
+##                 INSERTION_MAX keys by a stable insertion sort, a longer one by 8-bit LSD passes
+##                 between it and its place in a scratch buffer, every pass's digits counted in one
+##                 read (the segment's digit counts do not depend on the order a pass leaves) and a
+##                 pass whose keys all share a digit skipped
+##
+## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), value_t
+## (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
+## off_t (None: the whole-array kernels; "int" or "long": the segmented ones, 8-bit digits).
+<%namespace name="common" file="common.mako"/>
+<%
+    iota_ok = value_t in ("uint", "ulong")
+%>
+${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, 1, 1,
+                      value_t)}
+#define ONE_ITEM __attribute__((reqd_work_group_size(1, 1, 1)))
+
+/* the chunk of work-item c: keys [*lo, *hi) */
+static inline void chunk_range(INDEX_T n, INDEX_T chunk_len, uint c, INDEX_T* lo, INDEX_T* hi)
+{
+    *lo = (INDEX_T)c * chunk_len;
+    *hi = min(*lo + chunk_len, n);
+}
+
+/* counts[d * chunks + c]: how many keys of chunk c have digit d in this pass */
+__kernel ONE_ITEM void cc_count(__global const KEY_T* restrict keys, ulong keys_off,
+                                __global INDEX_T* restrict counts, INDEX_T n, INDEX_T chunk_len,
+                                uint chunks, uint shift, uint digit_mask, KEY_T flip)
+{
+    const uint c = get_global_id(0);
+    INDEX_T lo, hi;
+    chunk_range(n, chunk_len, c, &lo, &hi);
+    INDEX_T hist[RADIX];
+    for (uint d = 0; d < RADIX; ++d)
+        hist[d] = 0;
+    keys += keys_off;
+    for (INDEX_T i = lo; i < hi; ++i)
+        hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
+    for (uint d = 0; d < RADIX; ++d)
+        counts[(INDEX_T)d * chunks + c] = hist[d];
+}
+
+/* chunk c writes each of its keys (and values) at its digit's running offset, which starts at
+   the keys of smaller digits plus those of its digit in the chunks before it (a scan of the
+   [d][c] table by every chunk: RADIX x chunks additions, no launch of its own) */
+__kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
+                                  __global const INDEX_T* restrict counts, INDEX_T n,
+                                  INDEX_T chunk_len, uint chunks, uint shift, uint digit_mask,
+                                  KEY_T flip, uint write_keys)
+{
+    const uint c = get_global_id(0);
+    INDEX_T lo, hi;
+    chunk_range(n, chunk_len, c, &lo, &hi);
+    INDEX_T at[RADIX];
+    INDEX_T run = 0;
+    for (uint d = 0; d <= digit_mask; ++d) {
+        __global const INDEX_T* row = counts + (INDEX_T)d * chunks;
+        INDEX_T before = 0, total = 0;
+        for (uint j = 0; j < chunks; ++j) {
+            before += j < c ? row[j] : 0;
+            total += row[j];
+        }
+        at[d] = run + before;
+        run += total;
+    }
+    keys_in += keys_in_off;
+    keys_out += keys_out_off;
+% if value_t:
+    vals_in += vals_in_off;
+    vals_out += vals_out_off;
+% endif
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T k = keys_in[i];
+        const INDEX_T o = at[digit_of(k, shift, digit_mask, flip)]++;
+        if (write_keys)
+            keys_out[o] = k;
+% if value_t:
+        vals_out[o] = value_at(vals_in, i, 0, vals_iota);
+% endif
+    }
+}
+% if off_t:
+<%
+    SEG_BITS = 8
+    MAXP = -(-key_bits // SEG_BITS)
+%>
+#define OFF_T ${off_t}
+#define SEG_RADIX ${1 << SEG_BITS}
+#define MAXP ${MAXP}
+#define INSERTION_MAX 24
+
+/* the first key of segment s (and the end of segment s - 1) */
+static inline INDEX_T bound(__global const OFF_T* offsets, INDEX_T row_len, INDEX_T s)
+{
+    return row_len ? s * row_len : (INDEX_T)offsets[s];
+}
+
+__kernel ONE_ITEM void cs_check(__global const OFF_T* restrict offsets, ulong offsets_off,
+                                INDEX_T nseg, INDEX_T n, __global uint* restrict info)
+{
+    offsets += offsets_off;
+    OFF_T prev = offsets[0];
+    uint bad = prev < 0 || (ulong)prev > (ulong)n;
+    for (INDEX_T s = 1; s <= nseg; ++s) {
+        const OFF_T o = offsets[s];
+        bad |= (uint)(o < prev) | (uint)((ulong)o > (ulong)n);
+        prev = o;
+    }
+    info[0] = bad;
+}
+
+/* the sort key of x: its order key's bits [begin_bit, end_bit) */
+static inline KEY_T range_key(KEY_T x, uint begin_bit, uint end_bit, KEY_T flip)
+{
+    if (end_bit == begin_bit)
+        return 0;
+    KEY_T k = order_key(x, flip) >> begin_bit;
+    const uint bits = end_bit - begin_bit;
+    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
+}
+
+/* the len keys at a (and values at va) stably sorted by bits [begin_bit, end_bit) of their order
+   keys, through the scratch b (vb) of the same length */
+static void sort_run(__global KEY_T* a, __global KEY_T* b,
+% if value_t:
+                     __global VALUE_T* va, __global VALUE_T* vb,
+% endif
+                     INDEX_T len, uint begin_bit, uint end_bit, KEY_T flip)
+{
+    if (len <= INSERTION_MAX) {
+        for (INDEX_T i = 1; i < len; ++i) {
+            const KEY_T x = a[i];
+            const KEY_T kx = range_key(x, begin_bit, end_bit, flip);
+% if value_t:
+            const VALUE_T v = va[i];
+% endif
+            INDEX_T j = i;
+            while (j > 0 && range_key(a[j - 1], begin_bit, end_bit, flip) > kx) {
+                a[j] = a[j - 1];
+% if value_t:
+                va[j] = va[j - 1];
+% endif
+                --j;
+            }
+            a[j] = x;
+% if value_t:
+            va[j] = v;
+% endif
+        }
+        return;
+    }
+    const uint npasses = (end_bit - begin_bit + ${SEG_BITS - 1}) / ${SEG_BITS};
+    INDEX_T hist[MAXP * SEG_RADIX];
+    for (uint e = 0; e < MAXP * SEG_RADIX; ++e)
+        hist[e] = 0;
+    for (INDEX_T i = 0; i < len; ++i) {
+        KEY_T k = range_key(a[i], begin_bit, end_bit, flip);
+        for (uint p = 0; p < MAXP; ++p) {
+            if (p < npasses)
+                hist[p * SEG_RADIX + ((uint)k & (SEG_RADIX - 1))] += 1;
+            k >>= ${SEG_BITS};
+        }
+    }
+    __global KEY_T* src = a;
+    __global KEY_T* dst = b;
+% if value_t:
+    __global VALUE_T* vsrc = va;
+    __global VALUE_T* vdst = vb;
+% endif
+    for (uint p = 0; p < npasses; ++p) {
+        __private INDEX_T* h = hist + p * SEG_RADIX;
+        const uint shift = p * ${SEG_BITS};
+        const uint d0 = (uint)(range_key(src[0], begin_bit, end_bit, flip) >> shift)
+                        & (SEG_RADIX - 1);
+        if (h[d0] == len)
+            continue;   /* every key has the same digit: the pass keeps the order */
+        INDEX_T run = 0;
+        for (uint d = 0; d < SEG_RADIX; ++d) {
+            const INDEX_T c = h[d];
+            h[d] = run;
+            run += c;
+        }
+        for (INDEX_T i = 0; i < len; ++i) {
+            const KEY_T x = src[i];
+            const INDEX_T o = h[(uint)(range_key(x, begin_bit, end_bit, flip) >> shift)
+                                & (SEG_RADIX - 1)]++;
+            dst[o] = x;
+% if value_t:
+            vdst[o] = vsrc[i];
+% endif
+        }
+        __global KEY_T* t = src; src = dst; dst = t;
+% if value_t:
+        __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
+% endif
+    }
+    if (src != a) {
+        for (INDEX_T i = 0; i < len; ++i) {
+            a[i] = src[i];
+% if value_t:
+            va[i] = vsrc[i];
+% endif
+        }
+    }
+}
+
+/* Segments [w * spi, (w + 1) * spi) of work-item w. In place: keys (and vals) through the scratch
+   kscr (vscr). argsort: the keys are only read; each segment's keys are copied to kcopy, the
+   positions within the segment made in vals, and both sorted through kscr / vscr. */
+__kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off,
+                                   __global KEY_T* restrict kscr, ulong kscr_off,
+                                   __global KEY_T* restrict kcopy, ulong kcopy_off,
+% if value_t:
+                                   __global VALUE_T* restrict vals, ulong vals_off,
+                                   __global VALUE_T* restrict vscr, ulong vscr_off,
+% endif
+                                   __global const OFF_T* restrict offsets, ulong offsets_off,
+                                   INDEX_T nseg, INDEX_T row_len, uint spi,
+                                   __global const uint* restrict info, uint check,
+                                   uint begin_bit, uint end_bit, KEY_T flip, uint argsort)
+{
+    if (check && info[0])
+        return;
+    const INDEX_T s0 = (INDEX_T)get_global_id(0) * spi;
+    const INDEX_T s1 = min(s0 + spi, nseg);
+    offsets += offsets_off;
+    keys += keys_off;
+    kscr += kscr_off;
+    kcopy += kcopy_off;
+% if value_t:
+    vals += vals_off;
+    vscr += vscr_off;
+% endif
+    for (INDEX_T s = s0; s < s1; ++s) {
+        const INDEX_T lo = bound(offsets, row_len, s);
+        const INDEX_T len = bound(offsets, row_len, s + 1) - lo;
+        __global KEY_T* a = keys + lo;
+% if value_t:
+        if (argsort) {
+            a = kcopy + lo;
+            for (INDEX_T i = 0; i < len; ++i) {
+                a[i] = keys[lo + i];
+                vals[lo + i] = (VALUE_T)i;
+            }
+        }
+% endif
+        if (len > 1)
+            sort_run(a, kscr + lo,
+% if value_t:
+                     vals + lo, vscr + lo,
+% endif
+                     len, begin_bit, end_bit, flip);
+    }
+}
+% endif
+% if iota_ok:
+
+${common.iota_kernel(value_t, index_t)}
+% endif

@@ -1,0 +1,225 @@
+## Top-k on CPU devices: each work-group is one work-item that reads one chunk of one row once.
+##   tc_chunk - work-item (g, row) keeps the best candidates of chunk g of its row in a buffer of
+##              cap >= 2k (key, position) pairs: a key is compared with the chunk's threshold (the k-th
+##              best candidate so far) and dropped unless better; when the buffer fills, a
+##              selection keeps its best k and the threshold rises. It writes its best
+##              min(k, chunk length) candidates, best first, and their count.
+##   tc_merge - one work-item per row: merges the chunks' sorted candidate lists (each best
+##              first) two by two through a scratch buffer and writes the row's best k: values
+##              and positions, best first.
+## "Best" is the smaller (sort key, position): the sort key is the order key with `flip` all ones
+## for the k largest (common.mako), so ties go to the smaller position and NaN counts as largest.
+## Results are ranked whether or not the caller asked (a superset of an unsorted answer).
+##
+## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions within a
+## row: "uint" or "ulong"), idx_t (the indices handed back), out_index_t (unused: the plan's).
+<%namespace name="common" file="common.mako"/>
+#define KEY_T ${key_t}
+#define INDEX_T ${index_t}
+#define IDX_T ${idx_t}
+#define ONE_ITEM __attribute__((reqd_work_group_size(1, 1, 1)))
+${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
+
+/* whether candidate (ka, pa) is better than (kb, pb) */
+static inline int better(KEY_T ka, INDEX_T pa, KEY_T kb, INDEX_T pb)
+{
+    return ka < kb || (ka == kb && pa < pb);
+}
+
+/* insertion sort of the pairs [lo, hi), best first */
+static void insert_pairs(__global KEY_T* k, __global INDEX_T* p, INDEX_T lo, INDEX_T hi)
+{
+    for (INDEX_T i = lo + 1; i < hi; ++i) {
+        const KEY_T xk = k[i];
+        const INDEX_T xp = p[i];
+        INDEX_T j = i;
+        while (j > lo && better(xk, xp, k[j - 1], p[j - 1])) {
+            k[j] = k[j - 1];
+            p[j] = p[j - 1];
+            --j;
+        }
+        k[j] = xk;
+        p[j] = xp;
+    }
+}
+
+/* Rearranges the m pairs so that the best `want` (0 < want <= m) come first, in no order:
+   quickselect (median of three; the positions make every pair distinct), the last few by
+   insertion. */
+static void select_best(__global KEY_T* k, __global INDEX_T* p, INDEX_T m, INDEX_T want)
+{
+    INDEX_T lo = 0, hi = m;   /* the want-th best lies in [lo, hi) */
+    while (hi - lo > 16) {
+        const INDEX_T mid = lo + (hi - lo) / 2;
+        INDEX_T a = lo, b = mid, c = hi - 1;
+        if (better(k[b], p[b], k[a], p[a])) { INDEX_T t = a; a = b; b = t; }
+        if (better(k[c], p[c], k[b], p[b])) { INDEX_T t = b; b = c; c = t; }
+        if (better(k[b], p[b], k[a], p[a])) { INDEX_T t = a; a = b; b = t; }
+        const KEY_T pk = k[b];
+        const INDEX_T pp = p[b];
+        k[b] = k[hi - 1]; p[b] = p[hi - 1];
+        k[hi - 1] = pk; p[hi - 1] = pp;
+        INDEX_T store = lo;
+        for (INDEX_T i = lo; i < hi - 1; ++i) {
+            if (better(k[i], p[i], pk, pp)) {
+                const KEY_T tk = k[i]; k[i] = k[store]; k[store] = tk;
+                const INDEX_T tp = p[i]; p[i] = p[store]; p[store] = tp;
+                ++store;
+            }
+        }
+        k[hi - 1] = k[store]; p[hi - 1] = p[store];
+        k[store] = pk; p[store] = pp;
+        /* [lo, store) are better than the pivot at store, (store, hi) worse */
+        if (store == want - 1 || store == want)
+            return;
+        if (store < want)
+            lo = store + 1;
+        else
+            hi = store;
+    }
+    insert_pairs(k, p, lo, hi);
+}
+
+/* the m pairs sorted best first through the scratch (sk, sp) of m pairs; the result in (k, p):
+   runs of 8 by insertion, then merges of doubling runs */
+static void sort_pairs(__global KEY_T* k, __global INDEX_T* p, __global KEY_T* sk,
+                       __global INDEX_T* sp, INDEX_T m)
+{
+    for (INDEX_T s = 0; s < m; s += 8)
+        insert_pairs(k, p, s, min(s + 8, m));
+    __global KEY_T* fk = k;
+    __global INDEX_T* fp = p;
+    __global KEY_T* tk = sk;
+    __global INDEX_T* tp = sp;
+    for (INDEX_T w = 8; w < m; w *= 2) {
+        for (INDEX_T s = 0; s < m; s += 2 * w) {
+            const INDEX_T mid = min(s + w, m), end = min(s + 2 * w, m);
+            INDEX_T i = s, j = mid, o = s;
+            while (i < mid && j < end) {
+                if (better(fk[j], fp[j], fk[i], fp[i])) {
+                    tk[o] = fk[j]; tp[o++] = fp[j++];
+                } else {
+                    tk[o] = fk[i]; tp[o++] = fp[i++];
+                }
+            }
+            while (i < mid) { tk[o] = fk[i]; tp[o++] = fp[i++]; }
+            while (j < end) { tk[o] = fk[j]; tp[o++] = fp[j++]; }
+        }
+        __global KEY_T* xk = fk; fk = tk; tk = xk;
+        __global INDEX_T* xp = fp; fp = tp; tp = xp;
+    }
+    if (fk != k) {
+        for (INDEX_T i = 0; i < m; ++i) {
+            k[i] = fk[i];
+            p[i] = fp[i];
+        }
+    }
+}
+
+/* chunk g = get_global_id(0) of row get_global_id(1): its best min(k, chunk length) candidates
+   (sort keys and positions), best first, at cand_*[(row * groups + g) * k], their count at
+   counts[row * groups + g]. buf_*: cap pairs per work-item. The temporaries are parts of one
+   allocation `block`, at the byte offsets o_* (multiples of 4 KiB). */
+__kernel ONE_ITEM void tc_chunk(__global const KEY_T* restrict keys, ulong keys_off,
+                                INDEX_T row_len, INDEX_T k, INDEX_T chunk_len, uint groups,
+                                INDEX_T cap, KEY_T flip, __global uchar* block, ulong o_buf_k,
+                                ulong o_buf_p, ulong o_cand_k, ulong o_cand_p, ulong o_counts)
+{
+    __global KEY_T* buf_k = (__global KEY_T*)(block + o_buf_k);
+    __global INDEX_T* buf_p = (__global INDEX_T*)(block + o_buf_p);
+    __global KEY_T* cand_k = (__global KEY_T*)(block + o_cand_k);
+    __global INDEX_T* cand_p = (__global INDEX_T*)(block + o_cand_p);
+    __global INDEX_T* counts = (__global INDEX_T*)(block + o_counts);
+    const uint g = get_global_id(0);
+    const size_t row = get_global_id(1);
+    const size_t item = row * groups + g;
+    const INDEX_T lo = (INDEX_T)g * chunk_len;
+    const INDEX_T hi = min(lo + chunk_len, row_len);
+    const __global KEY_T* src = keys + keys_off + row * row_len;
+    buf_k += item * cap;
+    buf_p += item * cap;
+    INDEX_T m = 0;
+    KEY_T limit = (KEY_T)0;
+    int full = 0;   /* once the buffer filled: only keys below `limit` can enter */
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T sk = order_key(src[i], flip);
+        if (full && sk >= limit)
+            continue;   /* no better than the k-th so far (a later position loses a tie) */
+        buf_k[m] = sk;
+        buf_p[m] = i;
+        if (++m == cap) {
+            select_best(buf_k, buf_p, m, k);
+            m = k;
+            limit = buf_k[0];   /* the k-th best's key: the largest of the best k */
+            for (INDEX_T j = 1; j < k; ++j)
+                limit = max(limit, buf_k[j]);
+            full = 1;
+        }
+    }
+    const INDEX_T keep = min(k, m);
+    cand_k += item * k;
+    cand_p += item * k;
+    if (keep) {
+        select_best(buf_k, buf_p, m, keep);
+        sort_pairs(buf_k, buf_p, cand_k, cand_p, keep);   /* (the candidates' slot as scratch) */
+    }
+    for (INDEX_T i = 0; i < keep; ++i) {
+        cand_k[i] = buf_k[i];
+        cand_p[i] = buf_p[i];
+    }
+    counts[item] = keep;
+}
+
+/* row = get_global_id(0): the best k of its chunks' lists, merged two lists at a time (each list
+   best first), into out_key / out_idx (keys by their own bits: the sort key undone by `flip`) */
+__kernel ONE_ITEM void tc_merge(__global const KEY_T* restrict keys, ulong keys_off,
+                                INDEX_T row_len, INDEX_T k, uint groups, __global uchar* block,
+                                ulong o_cand_k, ulong o_cand_p, ulong o_counts, ulong o_tmp_k,
+                                ulong o_tmp_p,
+                                __global KEY_T* restrict out_key, ulong out_key_off,
+                                __global IDX_T* restrict out_idx, ulong out_idx_off)
+{
+    __global KEY_T* cand_k = (__global KEY_T*)(block + o_cand_k);
+    __global INDEX_T* cand_p = (__global INDEX_T*)(block + o_cand_p);
+    __global const INDEX_T* counts = (__global const INDEX_T*)(block + o_counts);
+    __global KEY_T* tmp_k = (__global KEY_T*)(block + o_tmp_k);
+    __global INDEX_T* tmp_p = (__global INDEX_T*)(block + o_tmp_p);
+    const size_t row = get_global_id(0);
+    __global KEY_T* ak = cand_k + row * groups * k;
+    __global INDEX_T* ap = cand_p + row * groups * k;
+    __global KEY_T* bk = tmp_k + row * 2 * k;
+    __global INDEX_T* bp = tmp_p + row * 2 * k;
+    /* the running result (best first, at most k) lives in list 0's slot, at most k long */
+    INDEX_T have = counts[row * groups];
+    for (uint g = 1; g < groups; ++g) {
+        const __global KEY_T* ck = ak + (size_t)g * k;
+        const __global INDEX_T* cp = ap + (size_t)g * k;
+        const INDEX_T cn = counts[row * groups + g];
+        INDEX_T i = 0, j = 0, o = 0;
+        while (o < k && (i < have || j < cn)) {
+            const int take_a = j >= cn || (i < have && better(ak[i], ap[i], ck[j], cp[j]));
+            if (take_a) {
+                bk[o] = ak[i];
+                bp[o] = ap[i];
+                ++i;
+            } else {
+                bk[o] = ck[j];
+                bp[o] = cp[j];
+                ++j;
+            }
+            ++o;
+        }
+        for (INDEX_T e = 0; e < o; ++e) {
+            ak[e] = bk[e];
+            ap[e] = bp[e];
+        }
+        have = o;
+    }
+    const __global KEY_T* src = keys + keys_off + row * row_len;
+    out_key += out_key_off + row * k;
+    out_idx += out_idx_off + row * k;
+    for (INDEX_T i = 0; i < have; ++i) {
+        out_key[i] = src[ap[i]];
+        out_idx[i] = (IDX_T)ap[i];
+    }
+}
