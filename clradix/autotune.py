@@ -37,6 +37,10 @@ def candidates(profile, dtype, n):
             for wg, ipt in ([(256, 24), (256, 20), (256, 16), (256, 12)] if profile.is_gpu
                             else [(256, 16), (128, 16)]):
                 out.append(SortPolicy("onesweep", rb, wg, ipt, ranking=ranking, sg_size=sg))
+    if profile.is_cpu:   # the chunked CPU sort: digit widths and chunks per compute unit
+        for rb in (8, 11):
+            for bpc in (2, 4, 8):
+                out.append(replace(_DEFAULTS["cpu-chunks"], radix_bits=rb, blocks_per_cu=bpc))
     small = plan_sort(profile, codec, None, 1)
     if small.algorithm == "single_wg" and n <= small.tile:
         out.append(small)
