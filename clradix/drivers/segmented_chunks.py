@@ -8,6 +8,8 @@ Offsets given on the device are checked by cs_check (one work-item) when the job
 offsets make cs_segments return at once, and ``raise_invalid`` reads the verdict back.
 """
 
+import numpy as np
+
 from ..core.launches import KEYS_IN, SEGMENTS, VALS_IN, VALS_OUT, Buf, LaunchSequence, Off
 from .base import Build, Driver
 
@@ -21,7 +23,6 @@ class SegmentChunks(Driver):
 
     def __init__(self, programs, device, profile, policy, codec, value_t, index_name, index_np,
                  off_t):
-        import numpy as np
         self.policy, self.codec, self.value_t = policy, codec, value_t
         self.index_np = np.dtype(index_np).type
         self.index_bytes = np.dtype(index_np).itemsize
