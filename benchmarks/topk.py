@@ -60,8 +60,11 @@ def cases(quick):
     for shape, k in rows:
         out.append(("f32 rows", shape, k, True, "normal", "device"))
     out.append(("f32 rows unsorted", rows[0][0], rows[0][1], False, "normal", "device"))
-    for e in ((12, 16, 20) if quick else (16, 20, 24)):
-        out.append(("f32 1-D call+wait", (1 << e,), 100, True, "normal", "wall"))
+    # one row per call, wall time of the call and its wait: the sizes a retrieval code calls
+    # with (2^12 to 2^22, k up to 1000) and one larger
+    for e in ((12, 16, 20) if quick else (12, 14, 16, 18, 20, 22, 24)):
+        for k in ((100,) if quick or e == 24 else (10, 100, 1000)):
+            out.append(("f32 1-D call+wait", (1 << e,), k, True, "normal", "wall"))
     return out
 
 

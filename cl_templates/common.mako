@@ -233,14 +233,13 @@ inline uint sg_match(uint d, __local uint* scratch)
 <%def name="ballot_match_fn(name, bits, scratch=True)">\
 inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""})
 {
+    /* each bit's vote, its complement for a clear bit and the AND inside one asm statement: no
+       predicate lives outside it (NVIDIA's ptxas, driver 580, failed to allocate predicate
+       registers for the selects of the C form in unrolled rankings: "register count of '7'") */
     uint m = 0xffffffffu;
 % for b in range(bits):
-    {
-        uint bal;
-        asm("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
-            : "=r"(bal) : "r"(d & ${1 << b}u));
-        m &= (d & ${1 << b}u) ? bal : ~bal;
-    }
+    asm("{ .reg .pred q; .reg .b32 t; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 t, q, -1;"
+        " @!q not.b32 t, t; and.b32 %0, %2, t; }" : "=r"(m) : "r"(d & ${1 << b}u), "r"(m));
 % endfor
     return m;
 }
@@ -255,17 +254,19 @@ inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""})
 ## tile's items, in slot order SLOT(i) = w * SG * IPT + i * SG + lane), a subgroup stops at its
 ## first round of padding only (not on "local", whose sg_match has barriers for the whole
 ## work-group) and with `full_match` (a "ptx" ballot_match_fn) a round without padding matches
-## through it. Every work-item runs the loop; its caller ends it with a barrier.
-<%def name="rank_rounds(backend, unroll, valid=None, full_match=None)">\
+## through it. `stride` (a C expression, uniform in the work-group, at most IPT): the items a
+## subgroup holds, SLOT(i) = w * SG * stride + i * SG + lane for i < stride (items from stride on
+## are padding). Every work-item runs the loop; its caller ends it with a barrier.
+<%def name="rank_rounds(backend, unroll, valid=None, full_match=None, stride='IPT')">\
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
 % if valid and backend != "local":
-        if (w * (SG * IPT) + i * SG >= ${valid})
+        if (${"" if stride == "IPT" else f"i >= {stride} || "}w * (SG * ${stride}) + i * SG >= ${valid})
             break;   /* the subgroup's remaining items are padding (uniform in the subgroup) */
 % endif
         const uint d = dig[i];
 % if full_match and backend == "ptx":
-        const uint peers = w * (SG * IPT) + i * SG + SG <= ${valid} ? ${full_match}(d)
+        const uint peers = w * (SG * ${stride}) + i * SG + SG <= ${valid} ? ${full_match}(d)
                                                                  : sg_match(d, lsg);
 % else:
         const uint peers = sg_match(d, lsg);

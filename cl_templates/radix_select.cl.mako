@@ -32,6 +32,8 @@
 ##                 memory, a cache's worth for the rows it is planned for), the histogram and pivot
 ##                 in local memory, and (sorted, k <= sort_size) sorts the selection in local
 ##                 memory: the whole top-k in one launch.
+##   topk_fused  - (fused) every pass of topk_pass in one launch: work-groups in pass order, a
+##                 pass's groups waiting until the pass before wrote the row's state
 ##   topk_sort_rows - per row, in local memory: bitonic sort of the k selected pairs (sorted=True)
 ##   topk_row_of / topk_gather - the pieces of the global-sort route for larger k
 ##
@@ -48,7 +50,7 @@
 ## and topk_pass_t, a program of their own: a compiler may count the local arrays of every pass
 ## kernel of one program against one of them, as oclgrind's does), warp_aggregate (NVIDIA: warp
 ## ballots and a shuffle, common.mako's "ptx" subgroup primitives, merge a warp's equal digits
-## into one local atomic), skip_idle_tiles (GPUs:
+## into one local atomic), fused (topk_fused is built), skip_idle_tiles (GPUs:
 ## a tile none of whose elements is taken or written skips claiming slots, the branch around the
 ## claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
 ## uniform branch into wrong or missing output slots, and the scan costs a CPU little).
@@ -100,6 +102,36 @@
 #define GLOBAL_FENCE() asm volatile("membar.gl;" ::: "memory")
 % else:
 #define GLOBAL_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+% endif
+% if fused:
+/* topk_fused's release and acquire between work-groups: signal_pass() publishes pass p's state
+   (written before it by this work-item) and ready_pass() reads how many are published, so that
+   what was written before is seen after */
+%   if warp_aggregate:
+static inline void signal_pass(__global volatile uint* ready, uint p)
+{
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    atomic_xchg(ready, p);
+}
+static inline uint ready_pass(__global volatile uint* ready)
+{
+    uint r;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(ready) : "memory");
+    return r;
+}
+%   else:
+static inline void signal_pass(__global volatile uint* ready, uint p)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    atomic_xchg(ready, p);
+}
+static inline uint ready_pass(__global volatile uint* ready)
+{
+    const uint r = atomic_or(ready, 0u);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return r;
+}
+%   endif
 % endif
 ${common.step_define()}
 
@@ -201,7 +233,7 @@ inline row_state first_state(INDEX_T k, INDEX_T row_len)
 
 % if part == "select":
 __kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
-                        uint rows, INDEX_T k, INDEX_T row_len)
+                        uint rows, INDEX_T k, INDEX_T row_len, ulong sync_off)
 {
     __global row_state* state = AT(row_state, state_off);
     __global INDEX_T* counters = AT(INDEX_T, counters_off);
@@ -216,6 +248,10 @@ __kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_of
         counters[(size_t)4 * row + 1] = 0;   /* candidate slots, even passes */
         counters[(size_t)4 * row + 2] = 0;   /* candidate slots, odd passes */
         counters[(size_t)4 * row + 3] = 0;   /* work-groups done with the pass */
+        /* (topk_fused) the row's passes whose state is written; row 0: the virtual ids */
+        AT(uint, sync_off)[1 + row] = 0;
+        if (row == 0)
+            AT(uint, sync_off)[0] = 0;
     }
 }
 % endif
@@ -820,7 +856,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
 </%def>
 
 ## (only in a program with the threshold pass)
-<%def name="hand_on_skipped()">\
+<%def name="hand_on_skipped(signal=False)">\
 % if sample:
     if (st.flags & F_SKIP) {   /* topk_pass_t selected the candidates: the state of pass 1 */
         if (g == 0 && lid == 0) {
@@ -828,16 +864,23 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             s.flags &= ~F_SKIP;
             *state_next = s;
             COUNTER_TAKE(counters + (size_t)4 * row + 1);   /* pass 2 writes candidates with it */
+%   if signal:
+            signal_pass(ready, p + 1);
+%   endif
         }
         return;
     }
 % endif
 </%def>
 
-<%def name="hand_on_done()">\
+<%def name="hand_on_done(signal=False)">\
     if (st.flags & F_DONE) {
-        if (g == 0 && lid == 0)
+        if (g == 0 && lid == 0) {
             *state_next = st;
+% if signal:
+            signal_pass(ready, p + 1);
+% endif
+        }
         return;
     }
 </%def>
@@ -1056,12 +1099,84 @@ ${tile_loop(classify_pass, claim_and_write)}
 ${pass_end()}
 }
 </%def>
+## Every pass of a call in one launch (fused; after topk_init, and the threshold pass when there
+## is one): the work-groups take virtual ids from an atomic counter, pass by pass (id v: pass
+## v / (rows x groups_per_row), then row, then group), and a group of pass p > 0 waits until its
+## row's state for pass p is written (`ready`: the passes of the row whose state is written, set by
+## whoever writes it: the last group of the pass, or group 0 when the row hands its state on). A
+## group waits only for groups with smaller ids, which have started and wait only for smaller ids
+## in turn: no assumption about which work-groups run together (as onesweep's os_fused). The pass
+## itself is the steps of the kernels above, p from the id.
+<%def name="fused_pass_kernel()">\
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void topk_fused(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
+                INDEX_T cap, uint pos_bits, uint groups_per_row, KEY_T flip,
+                OUT_INDEX_T idx_row_mul, __global uchar* temp, ulong state_off, ulong hist_off,
+                ulong counters_off, ulong cand_key0_off, ulong cand_pos0_off, ulong cand_key1_off,
+                ulong cand_pos1_off,
+                __global KEY_T* restrict out_key, ulong out_key_off,
+                __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off, uint rows,
+                ulong sync_off)
+{
+    __global row_state* state = AT(row_state, state_off);
+    __global INDEX_T* hist = AT(INDEX_T, hist_off);
+    __global INDEX_T* counters = AT(INDEX_T, counters_off);
+    __global KEY_T* cand_key0 = AT(KEY_T, cand_key0_off);
+    __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
+    __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
+    __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
+    __global volatile uint* sync = AT(volatile uint, sync_off);
+    __local uint l_vid;
+    const uint lid = get_local_id(0);
+    if (lid == 0)
+        l_vid = atomic_inc(sync);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint per_pass = rows * groups_per_row;
+    const uint p = l_vid / per_pass;
+    const uint row = l_vid % per_pass / groups_per_row;
+    const uint g = l_vid % groups_per_row;
+    __global volatile uint* ready = sync + 1 + row;
+    if (p > 0) {
+        if (lid == 0)
+            while (ready_pass(ready) < p)
+                ;
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    }
+${pass_state()}
+    if (p == 0) {
+${hand_on_skipped(signal=True)}
+    }
+${hand_on_done(signal=True)}
+${filter_step()}
+    if (p == 0) {
+${nothing_decided()}
+    }
+% if not sample:
+    if (p == 1)
+        f.from_cands = false;                  /* pass 0 writes no candidates */
+% endif
+${pass_buffers()}
+${no_chunk()}
+${clear_locals()}
+    if (p == 0) {
+${tile_loop(classify_pass, count_only)}
+    } else {
+${tile_loop(classify_pass, claim_and_write)}
+    }
+${pass_end()}
+    if (lid == 0 && l_last)
+        signal_pass(ready, p + 1);   /* this group wrote the state of pass p + 1 */
+}
+</%def>
 % if part == "threshold":
 ${threshold_pass_kernel()}
 % else:
 ${first_pass_kernel()}
 ${second_pass_kernel()}
 ${later_pass_kernel()}
+% if fused:
+${fused_pass_kernel()}
+% endif
 
 % if sort_size:
 <% S = sort_size %>

@@ -111,9 +111,13 @@ static inline VALUE_T seg_value(__global const VALUE_T* vals, INDEX_T i, INDEX_T
 }
 % endif
 
-/* The tile's items: subgroup w owns tile slots [w*SG*IPT, (w+1)*SG*IPT), lane-striped, so that
-   loads are coalesced and slot order is the order in which rank() meets the items. */
-#define SLOT(i) (w * (SG * IPT) + (i) * SG + lane)
+/* The tile's items: subgroup w owns tile slots [w*SG*e, (w+1)*SG*e), lane-striped, so that
+   loads are coalesced and slot order is the order in which rank() meets the items; e (at most
+   IPT) is the items per work-item in use: IPT for a full tile, fewer for a short run of segments,
+   so that every subgroup ranks a share of it instead of the first ones all of it. HAS(i): item i
+   is one of the `valid` keys (not padding). */
+#define SLOT(i) (w * (SG * e) + (i) * SG + lane)
+#define HAS(i) ((i) < e && SLOT(i) < valid)
 
 /* Stable placement of the tile by the digits dig[i] (RADIX for padding): rank inside the
    subgroup with match masks (peers with the same digit, in lane order, one round per item),
@@ -122,14 +126,14 @@ static inline VALUE_T seg_value(__global const VALUE_T* vals, INDEX_T i, INDEX_T
    lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit is below d. Every
    work-item must call it; it ends with a barrier. */
 STEP void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
-                __private uint dig[IPT], uint valid, uint track, __local KEY_T* lkeys,
-                __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
-                __local uint* lscan, uint w, uint lane, uint lid)
+                __private uint dig[IPT], uint valid, uint e, uint track,
+                __local KEY_T* lkeys, __local ushort* lsrc, __local uint* lcount,
+                __local uint* lsg, __local uint* lscan, uint w, uint lane, uint lid)
 {
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-${common.rank_rounds(backend, unroll, valid="valid", full_match="sg_match_digits")}
+${common.rank_rounds(backend, unroll, valid="valid", full_match="sg_match_digits", stride="e")}
     barrier(CLK_LOCAL_MEM_FENCE);
     rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -148,26 +152,26 @@ ${unroll}
 
 /* the tile's first `valid` keys from global memory, in slot order; src[i] is the slot */
 STEP void load_slots(__private KEY_T k[IPT], __private ushort src[IPT],
-                     __global const KEY_T* keys, INDEX_T base, uint valid, uint w,
+                     __global const KEY_T* keys, INDEX_T base, uint valid, uint e, uint w,
                      uint lane)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = SLOT(i);
         src[i] = (ushort)j;
-        k[i] = j < valid ? keys[base + j] : (KEY_T)0;
+        k[i] = HAS(i) ? keys[base + j] : (KEY_T)0;
     }
 }
 
 /* the items back from local memory after place(), in slot order */
 STEP void reload_slots(__private KEY_T k[IPT], __private ushort src[IPT],
                        __local const KEY_T* lkeys, __local const ushort* lsrc,
-                       uint valid, uint track, uint w, uint lane)
+                       uint valid, uint e, uint track, uint w, uint lane)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = SLOT(i);
-        if (j < valid) {
+        if (HAS(i)) {
             k[i] = lkeys[j];
             if (track)
                 src[i] = lsrc[j];
@@ -204,33 +208,35 @@ STEP void sort_run(${common.stream_params(value_t, 19, restrict=False) | trim}
     KEY_T k[IPT];
     ushort src[IPT];
     uint dig[IPT];
-    load_slots(k, src, keys_in, base, valid, w, lane);
+    /* the items per work-item this run needs: a short run is spread over every subgroup */
+    const uint e = max(1u, (valid + WG - 1) / WG);
+    load_slots(k, src, keys_in, base, valid, e, w, lane);
     const uint track = ${1 if value_t else 0} || b - a > 1;
     uint placed = 0;
     for (uint shift = begin_bit; shift < end_bit; shift += 8) {
         const uint mask = (1u << min(8u, end_bit - shift)) - 1u;
         if (placed)
-            reload_slots(k, src, lkeys, lsrc, valid, track, w, lane);
+            reload_slots(k, src, lkeys, lsrc, valid, e, track, w, lane);
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
-            dig[i] = SLOT(i) < valid ? digit_of(k[i], shift, mask, flip) : RADIX;
-        place(k, src, dig, valid, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+            dig[i] = HAS(i) ? digit_of(k[i], shift, mask, flip) : RADIX;
+        place(k, src, dig, valid, e, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
         placed = 1;
     }
     if (b - a > 1) {
         /* the run sorted by key: one stable pass by segment puts each key in its segment */
         if (placed)
-            reload_slots(k, src, lkeys, lsrc, valid, track, w, lane);
+            reload_slots(k, src, lkeys, lsrc, valid, e, track, w, lane);
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
-            dig[i] = SLOT(i) < valid ? run_segment(lofs, a, b, base + src[i]) - a : RADIX;
-        place(k, src, dig, valid, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+            dig[i] = HAS(i) ? run_segment(lofs, a, b, base + src[i]) - a : RADIX;
+        place(k, src, dig, valid, e, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
         placed = 1;
     }
     if (!placed) {   /* no bit to sort by (argsort of an empty bit range): the identity */
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i) {
-            if (SLOT(i) < valid) {
+            if (HAS(i)) {
                 lkeys[SLOT(i)] = k[i];
                 lsrc[SLOT(i)] = src[i];
             }
@@ -485,11 +491,12 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
         KEY_T k[IPT];
         ushort src[IPT];
         uint dig[IPT];
-        load_slots(k, src, keys_in, base, valid, w, lane);
+        const uint e = (valid + WG - 1) / WG;   /* IPT but for a segment's last tile */
+        load_slots(k, src, keys_in, base, valid, e, w, lane);
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
-            dig[i] = SLOT(i) < valid ? digit_of(k[i], shift, digit_mask, flip) : RADIX;
-        place(k, src, dig, valid, ${1 if value_t else 0}, lkeys, lsrc, lcount, lsg, lscan, w,
+            dig[i] = HAS(i) ? digit_of(k[i], shift, digit_mask, flip) : RADIX;
+        place(k, src, dig, valid, e, ${1 if value_t else 0}, lkeys, lsrc, lcount, lsg, lscan, w,
               lane, lid);
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i) {

@@ -29,7 +29,9 @@ from reference import bits_of, compare_topk
 # (init, the digit passes over several work-groups per row, the route's ordering) and, on CPUs,
 # "chunks" (a work-item per chunk of a row, then one per row merges; chunks of 300 keys here,
 # so that small rows take several).
-PATHS = ["single", "passes", "chunks"]
+# "passes": the planner's form of the digit passes (one fused launch on NVIDIA GPUs);
+# "unfused": a launch per pass where the planner fuses them (GPUs only: CPUs never fuse)
+PATHS = ["single", "passes", "chunks", "unfused"]
 
 
 def selector(ctx, path, **options):
@@ -44,6 +46,10 @@ def selector(ctx, path, **options):
             pytest.skip("the chunked top-k is the CPUs' route, with no work-group option")
         sel.overrides.update(chunk_keys=300)
         return sel
+    if path == "unfused":
+        if ctx.devices[0].type & cl.device_type.CPU:
+            pytest.skip("CPUs never fuse the passes: 'passes' runs them a launch each")
+        options = dict(options, fused=False)
     sel.overrides.update(options, single_max=1 << 30 if path == "single" else 0)
     return sel
 
@@ -282,6 +288,31 @@ def test_threshold_build_failure_falls_back(ctx, queue, rng, monkeypatch):
     asked = selector(ctx, "passes", sample_size=512, sample_min_row=0)
     with pytest.raises(clradix.KernelBuildError, match="refused"):
         check_topk(queue, y, 3, selector=asked)
+
+
+def test_fused_plans():
+    """The passes run as one launch (topk_fused) on NVIDIA GPUs unless fused=False, a launch each
+    on other devices unless fused=True; never for one-launch rows; refused on CPUs, naming the
+    option; a fused value that is not a bool is a TypeError."""
+    f32 = key_codec(np.float32)
+    nvidia, gpu = fake_profile(vendor="NVIDIA Corporation"), fake_profile()
+    cpu = fake_profile(device_type="cpu")
+    assert plan_topk(nvidia, f32, 1, 1 << 20, 100, True).fused
+    assert not plan_topk(nvidia, f32, 1, 1 << 20, 100, True, fused=False).fused
+    assert not plan_topk(nvidia, f32, 1, 1 << 10, 100, True).fused   # topk_single
+    assert not plan_topk(gpu, f32, 1, 1 << 20, 100, True).fused
+    assert plan_topk(gpu, f32, 1, 1 << 20, 100, True, fused=True).fused
+    assert not plan_topk(nvidia, f32, 1, 1 << 28, 1000, True).fused   # the threshold pass
+    assert plan_topk(nvidia, f32, 1, 1 << 28, 1000, True, fused=True).fused
+    one_row = plan_topk(nvidia, f32, 1, 1 << 16, 100, True)      # spread over work-groups
+    assert (one_row.single, one_row.fused) == (False, True)
+    assert plan_topk(nvidia, f32, 1, 1 << 14, 100, True).single
+    assert plan_topk(nvidia, f32, 4096, 1 << 15, 64, True).single  # rows fill the device
+    assert not plan_topk(cpu, f32, 1, 1 << 20, 100, True, groups_per_cu=2).fused
+    with pytest.raises(clradix.PolicyError, match="fused=True"):
+        plan_topk(cpu, f32, 1, 1 << 20, 100, True, groups_per_cu=2, fused=True)
+    with pytest.raises(TypeError, match="fused must be"):
+        plan_topk(nvidia, f32, 1, 1 << 20, 100, True, fused="yes")
 
 
 def test_threshold_plans():

@@ -11,7 +11,8 @@ short rows), a 2048-counter histogram, four counters and two row states per row,
 results k keys and indices per row (each part aligned to 4 KiB; on the global route those are
 allocations of their own, the radix sorts' operands). The launches: topk_init, with the plan's
 threshold pass (``plan.sample``) topk_sample and topk_pass_t (a program of their own), digits + 1
-passes (a row's finished passes return at once), then the route's ordering.
+passes (a row's finished passes return at once; ``plan.fused``: all of them in one launch of
+topk_fused, its work-groups in pass order), then the route's ordering.
 """
 
 from dataclasses import dataclass
@@ -59,11 +60,12 @@ class RadixSelect(Driver):
                       wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
                       part="select",
                       warp_aggregate=warp_aggregate(plan.profile),
-                      skip_idle_tiles=plan.profile.is_gpu)
+                      skip_idle_tiles=plan.profile.is_gpu, fused=plan.fused)
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
         # argument); the threshold pass (plan.sample) is a program of its own
         select = ("topk_init", "topk_pass_0", "topk_pass_1", "topk_pass", "topk_single")
         select += ("topk_sort_rows",) if plan.sort_size else ()
+        select += ("topk_fused",) if plan.fused else ()
         builds = [Build(self.template, params, (), select, ("topk_row_of", "topk_gather"))]
         if plan.sample:
             builds.append(Build(self.template, dict(params, part="threshold"), (),
@@ -95,7 +97,7 @@ class RadixSelect(Driver):
         block = seq.temp(total)[0]
         own = [seq.temp(n)[0] for n in apart]
         seq.launch("topk_init", "topk_init", (job.rows * plan.wg,), (plan.wg,),
-                   [block, off[0], off[1], off[2], job.rows, job.k, job.row_len])
+                   [block, off[0], off[1], off[2], job.rows, job.k, job.row_len, off[-1]])
         if plan.route == "direct":
             sel = [*values, *indices]
         elif plan.route == "local":
@@ -124,6 +126,11 @@ class RadixSelect(Driver):
             seq.launch("topk_sample", "topk_sample", (job.rows * plan.wg,), (plan.wg,),
                        [*keys, job.row_len, job.k, flip, plan.sample_rank, block, off[0]])
             seq.launch("topk_pass_t", "topk_pass_t", gsize, lsize, args + [plan.sample_chunk])
+        if plan.fused:   # every pass in one launch, work-groups in pass order
+            groups = (plan.digits + 1) * job.rows * plan.groups
+            seq.launch("topk_fused", "topk_fused", (groups * plan.wg,), (plan.wg,),
+                       args + [job.rows, off[-1]])
+            return
         for p in range(plan.digits + 1):
             name = ("topk_pass_0", "topk_pass_1")[p] if p < 2 else "topk_pass"
             seq.launch(f"topk_pass {p}", name, gsize, lsize, args + [p])
@@ -175,8 +182,9 @@ def _temp_sizes(plan, codec, rows, k):
     """Bytes of the temporaries of a call: ``(parts of the one allocation, in the kernels'
     order, allocations of their own)``. The parts: two row states per row, four counters per
     row (output slots, candidate slots of even and odd passes, groups done with the pass), the
-    histograms, two candidate buffers (keys, positions; keys, positions), and on the local route
-    the selected keys and indices. The global route's selected keys and indices (and, for
+    histograms, two candidate buffers (keys, positions; keys, positions), on the local route
+    the selected keys and indices, and last the words of topk_fused (its virtual-id counter and
+    each row's passes ready; zeroed by topk_init, present on every route). The global route's selected keys and indices (and, for
     several rows, each one's row) are sort operands: allocations of their own. Nothing on the
     one-launch route."""
     if plan.single:
@@ -185,11 +193,12 @@ def _temp_sizes(plan, codec, rows, k):
     sizes = ([2 * rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
              + [rows * cap * kb, rows * cap * ib] * 2)
     sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
+    sync = [(1 + rows) * 4]   # (last) topk_fused's virtual ids and each row's passes ready
     if plan.route == "local":
-        return sizes + sel, []
+        return sizes + sel + sync, []
     if plan.route == "global":
-        return sizes, sel + ([m * 4] if rows > 1 else [])
-    return sizes, []
+        return sizes + sync, sel + ([m * 4] if rows > 1 else [])
+    return sizes + sync, []
 
 
 def carve_offsets(sizes):

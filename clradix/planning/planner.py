@@ -287,11 +287,12 @@ class Planner:
                                f"the segmented sort of {codec.dtype} keys",
                                user is not None and user.wg_size is not None)
             except KernelBuildError as exc:
-                # NVIDIA's ptxas (driver 580) fails register allocation ("register count of
-                # 7") for the keys-only program with the ballot ranking at 16 keys per
-                # work-item; 12 builds, and beat the local-memory ranking at 16 in 4 of 5
-                # shapes on the H100 (BENCHMARKS "Segmented rows"). Fewer keys per work-item
-                # first, then the local-memory ranking.
+                # A compiler that refuses the program (NVIDIA's ptxas, driver 580, failed
+                # predicate register allocation, "register count of '7'", for the keys-only
+                # program at 16 keys per work-item until the ballot match kept its predicates
+                # inside one asm statement): fewer keys per work-item first (12 beat the
+                # local-memory ranking at 16 in 4 of 5 shapes on the H100, BENCHMARKS
+                # "Segmented rows"), then the local-memory ranking.
                 user_ranking = user is not None and user.ranking is not None
                 user_ipt = user is not None and user.items_per_thread is not None
                 if not user_ipt and pol.items_per_thread > 4:
@@ -345,7 +346,8 @@ class Planner:
             plan = self.plan_topk(device, codec, rows, row_len, k, sorted)
             config = ("topk", codec.dtype, plan.index_name)
             key = (device.int_ptr, plan.policy, "topk", codec.dtype, plan.index_name,
-                   plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample)
+                   plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample,
+                   plan.fused)
             try:
                 cls = TopkChunks if plan.route == "chunks" else RadixSelect
                 key += (plan.route,)

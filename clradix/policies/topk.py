@@ -45,6 +45,9 @@ class TopkPolicy:
     sample_size: int = 2048       # keys sampled per row for the threshold pass (0: never)
     sample_min_row: int = 1 << 18  # rows shorter than this skip the threshold pass
     chunk_keys: int = 0           # CPUs' chunked route: the shortest chunk (0: max(4096, 8k))
+    fused: Optional[bool] = None  # every digit pass in one launch (topk_fused; None: on NVIDIA
+    #                               GPUs, whose runtime spends 7-10 us of host time per command,
+    #                               without the threshold pass)
 
     @property
     def tile(self):
@@ -91,6 +94,7 @@ class TopkPlan:
     groups: int           # work-groups per row
     cap: int              # candidates kept per row between passes
     single: bool          # one work-group per row does everything (topk_single, one launch)
+    fused: bool = False   # the digit passes in one launch (topk_fused)
     sample: int = 0       # keys sampled per row for the threshold pass (0: no threshold pass)
     sample_rank: int = 0  # the sampled order key of this rank (from 1) is the threshold
     sample_chunk: int = 0  # candidate slots a claimer of the threshold pass takes at a time
@@ -110,7 +114,7 @@ class TopkPlan:
 
 def check_topk_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None, sort_size=None,
                          max_wg_size=None, single_max=None, cand_cap=None, sample_size=None,
-                         sample_min_row=None, chunk_keys=None):
+                         sample_min_row=None, chunk_keys=None, fused=None):
     """TypeError or ValueError naming the option unless each is None (the planner decides) or a
     value the radix select can run with (wg_size at most ``max_wg_size`` when given)."""
     for name, v in (("wg_size", wg_size), ("items_per_thread", items_per_thread),
@@ -160,6 +164,9 @@ def check_topk_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None
         raise ValueError(f"sample_min_row must be >= 0, got {sample_min_row}")
     if chunk_keys is not None and chunk_keys < 0:
         raise ValueError(f"chunk_keys must be >= 0 (0: the planner's), got {chunk_keys}")
+    if fused is not None and not isinstance(fused, (bool, np.bool_)) and fused not in (0, 1):
+        raise TypeError(f"fused must be True, False or None (the planner decides), got "
+                        f"{fused!r}")
 
 
 def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
@@ -195,20 +202,48 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
     target = profile.compute_units * policy.groups_per_cu
     groups = max(1, min(-(-target // rows), -(-row_len // policy.tile)))
     cap = min(row_len, policy.cand_cap or max(row_len // 32, 1024))
+    fused = _fused(policy, profile)
+    if single and fused and rows < profile.compute_units and row_len > FUSED_SINGLE_MAX:
+        # a row or a few: the fused passes spread each row over many work-groups (H200, one
+        # float32 row of 2^16, k = 10 / 100 / 1000: 0.076 / 0.072 / 0.101 ms a call against
+        # 0.142 / 0.114 / 0.199 for one work-group; equal at 2^14)
+        single = False
     one_launch = single and route != "global"
     sample, rank = (0, 0) if one_launch else \
         _threshold_sample(policy, profile, codec.itemsize, row_len, k, cap)
     # the threshold pass's slots are taken by each warp on NVIDIA, by each work-group elsewhere
     claimers = groups * (policy.wg_size // 32 if warp_aggregate(profile) else 1)
     chunk = _slot_chunk(row_len, claimers, cap, sample, rank) if sample else 0
+    # after the threshold pass the passes read only candidates: launched one by one they beat the
+    # fused launch, whose waiting work-groups cost more than the launches (H200, float32, one
+    # row: 2^24 k = 100 0.205 against 0.247 ms, 2^28 k = 1000 0.590 against 0.632)
+    fused = fused and not one_launch and not (sample and policy.fused is None)
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
                     sort_size=_sort_size_for(k, sort_size) if route == "local" else 0,
                     pos_bits=pos_bits,
                     digits=-(-codec.bits // DIGIT_BITS) + -(-pos_bits // DIGIT_BITS),
                     groups=groups, cap=cap,
-                    single=one_launch, sample=sample, sample_rank=rank, sample_chunk=chunk)
+                    single=one_launch, sample=sample, sample_rank=rank, sample_chunk=chunk,
+                    fused=bool(fused))
 
+
+def _fused(policy, profile):
+    """Whether the digit passes run as one launch: the policy's choice, else on NVIDIA GPUs. Its
+    work-groups wait for each other (spinning on a counter), which CPU runtimes do not promise to
+    let finish: refused there."""
+    if policy.fused is None:
+        return warp_aggregate(profile)
+    if policy.fused and profile.is_cpu:
+        raise PolicyError(f"fused=True: the fused top-k passes wait between work-groups, which "
+                          f"{profile.describe()} (a CPU device) does not run reliably; use "
+                          f"fused=False or None")
+    return bool(policy.fused)
+
+
+# Fused passes (NVIDIA): rows longer than this, fewer than the compute units, take them instead of
+# one work-group per row (topk_single)
+FUSED_SINGLE_MAX = 1 << 14
 
 # The chunked CPU top-k (topk_chunks.cl.mako) up to this k; larger k take the radix select.
 CHUNKS_MAX_K = 1 << 16
