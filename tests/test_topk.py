@@ -266,6 +266,36 @@ def test_threshold_pass_outcome(ctx, queue, rng, dtype):
     assert first[1]["flags"] == 0 and first[1]["pkey"] == 0 and first[1]["count"] == n
 
 
+def test_fused_build_failure_falls_back(ctx, queue, rng, monkeypatch):
+    """A compiler that refuses the fused passes' program: one warning, and the rows run a launch
+    per pass (the same results); fused passes the caller asked for raise instead. (On every
+    device: the planner is made to fuse here, and the refusal comes before anything runs.)"""
+    import clradix.policies.topk as topk_policy
+    real_fused = topk_policy._fused
+    monkeypatch.setattr(topk_policy, "_fused", lambda policy, profile:
+                        True if policy.fused is None else real_fused(policy, profile))
+    programs = clradix.Selector(ctx).planner.programs
+    real_get = type(programs).get
+
+    def refusing(self, template, params, options=()):
+        if params.get("fused"):
+            raise clradix.KernelBuildError("refused (test)")
+        return real_get(self, template, params, options)
+    monkeypatch.setattr(type(programs), "get", refusing)
+    codec = key_codec(np.float32)
+    y = rng.standard_normal((2, 5000)).astype(np.float32)
+    sel = selector(ctx, "passes")
+    assert sel.planner.plan_topk(queue.device, codec, 2, y.shape[1], 3, True).fused
+    with pytest.warns(RuntimeWarning, match="not fused"):
+        check_topk(queue, y, 3, selector=sel)
+    assert not sel.planner.plan_topk(queue.device, codec, 2, y.shape[1], 3, True).fused
+    check_topk(queue, y, 3, selector=sel)
+    if not ctx.devices[0].type & cl.device_type.CPU:   # (CPUs refuse fused=True itself)
+        asked = selector(ctx, "passes", fused=True)
+        with pytest.raises(clradix.KernelBuildError, match="refused"):
+            check_topk(queue, y, 3, selector=asked)
+
+
 def test_threshold_build_failure_falls_back(ctx, queue, rng, monkeypatch):
     """A compiler that refuses the threshold pass's program: one warning, and the rows run
     without it (the same results); a threshold the caller asked for raises instead."""

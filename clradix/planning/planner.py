@@ -315,8 +315,11 @@ class Planner:
         """The TopkPlan of a call (a size query: nothing is built)."""
         config = ("topk", codec.dtype, index_type(row_len)[0])
         overrides = self.overrides
-        if "no threshold" in self.refused(device, config):
+        refused = self.refused(device, config)
+        if "no threshold" in refused:
             overrides = dict(overrides, sample_size=0)
+        if "not fused" in refused:
+            overrides = dict(overrides, fused=False)
         return plan_topk(self.capped_profile(device, config), codec, rows, row_len, k, sorted,
                          **overrides)
 
@@ -357,6 +360,14 @@ class Planner:
                                f"top-k of {codec.dtype} keys",
                                self.overrides.get("wg_size") is not None)
             except KernelBuildError as exc:
+                # a compiler that refuses the fused passes (topk_fused's fences): a launch per
+                # pass on this device (once a warning), unless the caller asked for them
+                if plan.fused and self.overrides.get("fused") is None:
+                    self.learn_refusal(device, config, "not fused",
+                                       f"{exc}\nthe top-k planner runs the digit passes of "
+                                       f"{codec.dtype} keys a launch each (not fused) on this "
+                                       f"device")
+                    continue
                 # the threshold pass's programs are the newer ones: where a compiler refuses
                 # them, the passes run without it (once a warning), unless the caller asked
                 if not plan.sample or self.overrides.get("sample_size") is not None:
