@@ -2,8 +2,10 @@
 
 Cases (the top-k issue's targets): float32 n = 2^28 with k in {1, 1000, 2^20}, normal and
 uniform(0, 1) data; keys sharing their top 20 bits (clustered: the adaptive re-read); 4096 rows x
-32768 with k = 64 and 65536 rows x 1024 with k = 8 (one launch); 1-D 2^16, 2^20 and 2^24 with
-k = 100, where one call + wait (wall_ms) is the figure; unsorted and uint32 variants (torch has no
+32768 with k = 64 and 65536 rows x 1024 with k = 8 (one launch); 1-D 2^12 to 2^22 with k = 10,
+100 and 1000 and 2^24 with k = 100, where one call + wait (wall_ms) is the figure (new output
+arrays each call, as ``Selector.topk`` makes them; ``--reuse-outputs`` also times calls that
+write into ``values_out`` / ``indices_out`` made once); unsorted and uint32 variants (torch has no
 uint32 top-k). ``--quick``: 2^20 and smaller shapes, 2 repeats (runs on a CPU device).
 Each clradix row also reports ``x_read``: its device time over that of one read of the input
 (pyopencl's sum of the same array on the same queue: the one-read floor), and for single rows
@@ -23,6 +25,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 import clradix
+from clradix.core.sizes import output_index_dtype
 from clradix.policies.topk import DIGIT_BITS
 
 from . import common, timing
@@ -42,6 +45,9 @@ def add_arguments(ap):
     ap.add_argument("--only", help="run only the cases whose name contains this text "
                     "(or one of these, comma-separated)")
     ap.add_argument("--trace", action="store_true", help="per-kernel times of each case")
+    ap.add_argument("--reuse-outputs", action="store_true", help="also time each case with "
+                    "values_out= and indices_out= arrays made once (a code that calls top-k in "
+                    "a loop), recorded as clradix[reused outputs]")
 
 
 def cases(quick):
@@ -119,9 +125,12 @@ def model_reads(x, k, cap, key_bits=32, largest=True, sample=0, rank=0):
     return total / (n * kb)
 
 
-def time_clradix(queue, sel, a, k, sorted_, repeat):
+def time_clradix(queue, sel, a, k, sorted_, repeat, outs=None):
+    """``outs``: (values, indices) arrays every call writes instead of new ones."""
+    vo, io = outs or (None, None)
+
     def call():
-        v, i, evt = sel.topk(queue, a, k, sorted=sorted_)
+        v, i, evt = sel.topk(queue, a, k, sorted=sorted_, values_out=vo, indices_out=io)
         return evt, (v, i)
     return timing.time_opencl(queue, call, repeat)
 
@@ -225,6 +234,8 @@ def main(args):
     for alt in filter(None, args.alt.split(";")):
         selectors.append((f"clradix[{alt}]", clradix.Selector(q.context)))
         selectors[-1][1].overrides.update(policy, **parse_policy(alt))
+    if args.reuse_outputs:
+        selectors.append(("clradix[reused outputs]", selectors[0][1]))
     for name, shape, k, sorted_, kind, figure in cases(args.quick):
         case = f"{name} {'x'.join(map(str, shape))} k={k}"
         if args.only and not any(t in case for t in args.only.split(",")):
@@ -239,7 +250,11 @@ def main(args):
             continue
         for impl, sel in selectors:
             with out.guard(f"{impl} {case}"):
-                t = time_clradix(q, sel, a, k, sorted_, args.repeat)
+                outs = None
+                if impl == "clradix[reused outputs]":
+                    outs = (cl_array.empty(q, shape[:-1] + (k,), x.dtype),
+                            cl_array.empty(q, shape[:-1] + (k,), output_index_dtype(shape[-1])))
+                t = time_clradix(q, sel, a, k, sorted_, args.repeat, outs)
                 v, i = (o.get() for o in t.out)
                 t.out = None
                 plan = sel.planner.plan_topk(dev, clradix.key_codec(x.dtype),
