@@ -15,9 +15,6 @@ numpy (bit for bit; top-k positions exactly, ties by position). ``--variants NAM
 ...`` adds clradix Sorters with policy overrides (``rts:algorithm=reduce_then_scan``; sorts and argsorts).
 """
 
-import statistics
-import time
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -53,21 +50,6 @@ def _parse_cases(text):
         op, dt, shape = item.split(":")
         out.append((op, dt, tuple(int(v) for v in shape.split("x"))))
     return out
-
-
-def _median_ms(fn, repeat, prep=None):
-    """One warm-up, then the median wall ms of ``repeat`` runs of ``fn`` (``prep`` before each,
-    outside the clock); the last output."""
-    out = None
-    times = []
-    for rep in range(repeat + 1):
-        if prep:
-            prep()
-        t0 = time.perf_counter()
-        out = fn()
-        if rep:
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), times, out
 
 
 def _keys(rng, dtype, shape):
@@ -171,9 +153,9 @@ def main(args):
                 with out.guard(f"{name} {label} on {where['device']}"):
                     selector = clradix.Selector(ctx, sorter=sorter)
                     prep, call, box = _clradix_call(q, sorter, selector, op, x)
-                    ms, samples, _ = _median_ms(call, args.repeat,
-                                                prep if op == "sort" else None)
-                    t = timing.Timing(wall_ms=samples)
+                    t = timing.time_host(call, args.repeat, prep if op == "sort" else None)
+                    t.out = None
+                    ms = t.median_wall_ms
                     ok = _check(op, box["out"], want)
                     pol = "" if op == "topk" else str(sorter.plan(dev, np.dtype(dt), n))
                     out.record(where, name, op, np.dtype(dt), n, t, ok=ok, shape=list(shape),
@@ -182,10 +164,11 @@ def main(args):
         numpy_ms = {}
         if not args.no_numpy:
             for (name, fn), col in zip(_numpy_calls(op, x), ("numpy default", "numpy stable")):
-                ms, samples, _ = _median_ms(fn, args.repeat)
-                out.record(common.host_fields(), name, op, np.dtype(dt), n,
-                           timing.Timing(wall_ms=samples), shape=list(shape))
-                numpy_ms[col] = (name, ms)
+                t = timing.time_host(fn, args.repeat)
+                t.out = None
+                out.record(common.host_fields(), name, op, np.dtype(dt), n, t,
+                           shape=list(shape))
+                numpy_ms[col] = (name, t.median_wall_ms)
         summary.append((label, best, numpy_ms))
     out.log("")
     cols = list(dict.fromkeys(c for _, best, _ in summary for c in best))

@@ -109,10 +109,12 @@ def time_cuda(library, call, repeat, prep=None):
     return t
 
 
-def time_host(call, repeat):
-    """Host code: wall time only."""
+def time_host(call, repeat, prep=None):
+    """Host code: wall time only (``prep`` before each run, outside the clock)."""
     t = Timing()
     for rep in range(repeat + 1):
+        if prep:
+            prep()
         t0 = time.perf_counter()
         t.out = call()
         t1 = time.perf_counter()
