@@ -11,8 +11,9 @@ Times are wall ms per call: clradix's call and the wait for its event (keys alre
 device; in-place sorts restore their input before each call, outside the clock); numpy's call.
 One warm-up (which builds the kernels), then the median of ``--repeat`` runs, clradix and numpy
 interleaved per case so that both see the same machine. Every clradix result is checked against
-numpy (bit for bit; top-k positions exactly, ties by position). ``--variants NAME:FIELD=VALUE,...;
-...`` adds clradix Sorters with policy overrides (``rts:algorithm=reduce_then_scan``; sorts and argsorts).
+numpy (bit for bit; top-k positions exactly, ties by position). ``--variants
+NAME:FIELD=VALUE,...;...`` adds clradix Sorters with policy overrides
+(``rts:algorithm=reduce_then_scan``; sorts and argsorts).
 """
 
 import numpy as np

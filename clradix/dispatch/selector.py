@@ -21,9 +21,8 @@ from ..core.keys import key_codec
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
 from ..core.sizes import output_index_dtype
-from ..drivers.radix_select import RadixSelect, global_sorts
-from ..drivers.topk_chunks import TopkChunks
-from ..planning.planner import Planner
+from ..drivers.radix_select import global_sorts
+from ..planning.planner import Planner, topk_driver_class
 from ..policies.overrides import check_overrides
 from ..policies.topk import TopkPolicy
 from .sorter import Sorter, _events
@@ -142,8 +141,7 @@ class Selector:
             return 0
         device = device or self.context.devices[0]
         plan = self.planner.plan_topk(device, codec, rows, row_len, k, sorted)
-        driver = TopkChunks if plan.route == "chunks" else RadixSelect
-        total = driver.temp_bytes(plan, codec, rows, k)
+        total = topk_driver_class(plan).temp_bytes(plan, codec, rows, k)
         if plan.route == "global":
             sorter = self._get_sorter()
             for dt, vdt, end_bit in global_sorts(codec, rows, row_len, plan.out_index_np):

@@ -184,9 +184,9 @@ def _temp_sizes(plan, codec, rows, k):
     row (output slots, candidate slots of even and odd passes, groups done with the pass), the
     histograms, two candidate buffers (keys, positions; keys, positions), on the local route
     the selected keys and indices, and last the words of topk_fused (its virtual-id counter and
-    each row's passes ready; zeroed by topk_init, present on every route). The global route's selected keys and indices (and, for
-    several rows, each one's row) are sort operands: allocations of their own. Nothing on the
-    one-launch route."""
+    each row's passes ready; zeroed by topk_init, present on every route). The global route's
+    selected keys and indices (and, for several rows, each one's row) are sort operands:
+    allocations of their own. Nothing on the one-launch route."""
     if plan.single:
         return [], []
     ib, kb, cap, m = plan.index_bytes, codec.itemsize, plan.cap, rows * k
@@ -194,11 +194,9 @@ def _temp_sizes(plan, codec, rows, k):
              + [rows * cap * kb, rows * cap * ib] * 2)
     sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
     sync = [(1 + rows) * 4]   # (last) topk_fused's virtual ids and each row's passes ready
-    if plan.route == "local":
-        return sizes + sel + sync, []
-    if plan.route == "global":
-        return sizes + sync, sel + ([m * 4] if rows > 1 else [])
-    return sizes + sync, []
+    block = sizes + (sel if plan.route == "local" else []) + sync
+    apart = sel + ([m * 4] if rows > 1 else []) if plan.route == "global" else []
+    return block, apart
 
 
 def carve_offsets(sizes):

@@ -58,6 +58,11 @@ def driver_class(policy):
     return DRIVERS[policy.algorithm]
 
 
+def topk_driver_class(plan):
+    """The top-k driver of ``plan``: the CPUs' chunked route's, else the radix select."""
+    return TopkChunks if plan.route == "chunks" else RadixSelect
+
+
 class Prepared:
     """A call configuration made ready: its driver, its launch sequence (and, for top-k, its
     plan). ``run`` enqueues it under the planner's lock."""
@@ -352,7 +357,7 @@ class Planner:
                    plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample,
                    plan.fused)
             try:
-                cls = TopkChunks if plan.route == "chunks" else RadixSelect
+                cls = topk_driver_class(plan)
                 key += (plan.route,)
                 return plan, self.built(key, lambda: cls(self.programs, device, plan, codec))
             except WorkGroupLimitError as exc:
