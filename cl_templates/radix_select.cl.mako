@@ -816,7 +816,9 @@ void topk_sample(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
 ##                      of the row writes the next state
 ## The kernels (at the end of this section) differ only in which steps they take.
 
-<%def name="pass_head(name, p)">\
+## (fused: topk_fused's head, which takes the rows and its words in p's place and reads p, row
+## and g from its virtual id, waiting for the row's state of pass p; see fused_pass_kernel)
+<%def name="pass_head(name, p, fused=False)">\
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
                INDEX_T cap, uint pos_bits, uint groups_per_row, KEY_T flip,
@@ -824,7 +826,8 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
                ulong counters_off, ulong cand_key0_off, ulong cand_pos0_off, ulong cand_key1_off,
                ulong cand_pos1_off,
                __global KEY_T* restrict out_key, ulong out_key_off,
-               __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off, uint p_arg)
+               __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off,
+               ${"uint rows, ulong sync_off" if fused else "uint p_arg"})
 {
     __global row_state* state = AT(row_state, state_off);
     __global INDEX_T* hist = AT(INDEX_T, hist_off);
@@ -833,12 +836,31 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
     __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
     __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
+    const uint lid = get_local_id(0);
+% if fused:
+    __global volatile uint* sync = AT(volatile uint, sync_off);
+    __local uint l_vid;
+    if (lid == 0)
+        l_vid = atomic_inc(sync);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint per_pass = rows * groups_per_row;
+    const uint p = l_vid / per_pass;
+    const uint row = l_vid % per_pass / groups_per_row;
+    const uint g = l_vid % groups_per_row;
+    __global volatile uint* ready = sync + 1 + row;
+    if (p > 0) {
+        if (lid == 0)
+            while (ready_pass(ready) < p)
+                ;
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    }
+% else:
     /* a constant in the first passes' kernels (and the threshold pass's: 0) */
     const uint p = ${p};
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
-    const uint lid = get_local_id(0);
     const uint rows = get_num_groups(1);
+% endif
 </%def>
 
 <%def name="pass_state()">\
@@ -1108,40 +1130,7 @@ ${pass_end()}
 ## in turn: no assumption about which work-groups run together (as onesweep's os_fused). The pass
 ## itself is the steps of the kernels above, p from the id.
 <%def name="fused_pass_kernel()">\
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_fused(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
-                INDEX_T cap, uint pos_bits, uint groups_per_row, KEY_T flip,
-                OUT_INDEX_T idx_row_mul, __global uchar* temp, ulong state_off, ulong hist_off,
-                ulong counters_off, ulong cand_key0_off, ulong cand_pos0_off, ulong cand_key1_off,
-                ulong cand_pos1_off,
-                __global KEY_T* restrict out_key, ulong out_key_off,
-                __global OUT_INDEX_T* restrict out_idx, ulong out_idx_off, uint rows,
-                ulong sync_off)
-{
-    __global row_state* state = AT(row_state, state_off);
-    __global INDEX_T* hist = AT(INDEX_T, hist_off);
-    __global INDEX_T* counters = AT(INDEX_T, counters_off);
-    __global KEY_T* cand_key0 = AT(KEY_T, cand_key0_off);
-    __global INDEX_T* cand_pos0 = AT(INDEX_T, cand_pos0_off);
-    __global KEY_T* cand_key1 = AT(KEY_T, cand_key1_off);
-    __global INDEX_T* cand_pos1 = AT(INDEX_T, cand_pos1_off);
-    __global volatile uint* sync = AT(volatile uint, sync_off);
-    __local uint l_vid;
-    const uint lid = get_local_id(0);
-    if (lid == 0)
-        l_vid = atomic_inc(sync);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint per_pass = rows * groups_per_row;
-    const uint p = l_vid / per_pass;
-    const uint row = l_vid % per_pass / groups_per_row;
-    const uint g = l_vid % groups_per_row;
-    __global volatile uint* ready = sync + 1 + row;
-    if (p > 0) {
-        if (lid == 0)
-            while (ready_pass(ready) < p)
-                ;
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    }
+${pass_head("topk_fused", None, fused=True)}
 ${pass_state()}
     if (p == 0) {
 ${hand_on_skipped(signal=True)}
