@@ -500,6 +500,62 @@ def test_k_zero_and_refusals(ctx, queue):
     np.testing.assert_array_equal(a.get(), np.arange(10, dtype=np.float32))
 
 
+
+def test_outputs_overlapping_the_keys_or_each_other_are_refused(ctx, queue, rng):
+    """values_out or indices_out sharing bytes with the keys, or with each other (two Arrays, or
+    sub-buffers of one buffer), are refused before anything is planned, allocated or enqueued:
+    a kernel writing one while another is read scrambles the results."""
+    asked, inner = [], cl.tools.ImmediateAllocator(queue)
+
+    def alloc(nbytes):
+        asked.append(nbytes)
+        return inner(nbytes)
+    sel = clradix.Selector(ctx, allocator=alloc)
+    x = rng.integers(0, 2 ** 32, 6000, dtype=np.uint32)
+    a = cl_array.to_device(queue, x)
+    with pytest.raises(ValueError, match="values_out overlaps the keys"):
+        sel.topk(queue, a[:4], 2, values_out=a[:2])
+    with pytest.raises(ValueError, match="indices_out overlaps the keys"):
+        sel.topk(queue, a[:6], 3, indices_out=a[:3])
+    with pytest.raises(ValueError, match="indices_out overlaps the keys"):
+        sel.topk(queue, a[:6], 3, indices_out=a[5:8])   # the last key only
+    with pytest.raises(ValueError, match="values_out overlaps the keys"):
+        sel.topk(queue, a.reshape(2, 3000), 100, values_out=a[2900:3100].reshape(2, 100))
+    out = cl_array.empty(queue, 3, np.uint32)
+    with pytest.raises(ValueError, match="indices_out overlaps values_out"):
+        sel.topk(queue, a[:6], 3, values_out=out, indices_out=out[:])
+    with pytest.raises(ValueError, match="indices_out overlaps values_out"):
+        sel.topk(queue, a[:6], 3, values_out=out, indices_out=out.view(np.uint32))
+    f = cl_array.to_device(queue, rng.standard_normal(1000).astype(np.float32))
+    both = cl_array.empty(queue, 10, np.float32)
+    with pytest.raises(ValueError, match="indices_out overlaps values_out"):
+        sel.topk(queue, f, 5, values_out=both[:5], indices_out=both[4:9].view(np.uint32))
+    # sub-buffers of one parent (at its base-address alignment): values_out's last two entries
+    # are indices_out's first two, and the keys start at indices_out's last two
+    align = max(ctx.devices[0].mem_base_addr_align // 8, 64)
+    k = align // 4 + 2
+    parent = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 2 * align + 8 * k)
+    vals = cl_array.Array(queue, k, np.float32, data=parent.get_sub_region(0, 4 * k))
+    idx = cl_array.Array(queue, k, np.uint32, data=parent.get_sub_region(align, 4 * k))
+    keys_sub = cl_array.Array(queue, 2 * k, np.float32,
+                              data=parent.get_sub_region(2 * align, 8 * k))
+    with pytest.raises(ValueError, match="indices_out overlaps values_out"):
+        sel.topk(queue, cl_array.empty(queue, 2 * k, np.float32), k, values_out=vals,
+                 indices_out=idx)
+    with pytest.raises(ValueError, match="indices_out overlaps the keys"):
+        sel.topk(queue, keys_sub, k, indices_out=idx)
+    kbuf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)
+    with pytest.raises(ValueError, match="values_out overlaps the keys"):
+        sel.topk(queue, kbuf, 2, values_out=cl_array.Array(queue, 2, np.uint32, data=kbuf))
+    assert asked == []
+    np.testing.assert_array_equal(a.get(), x)
+    # adjacent, not overlapping: allowed
+    values, indices, evt = sel.topk(queue, a[:4000], 1000, values_out=a[4000:5000],
+                                    indices_out=a[5000:6000])
+    evt.wait()
+    compare_topk(x[:4000], 1000, values, indices, True, True)
+    np.testing.assert_array_equal(a.get()[:4000], x[:4000])
+
 def test_memory_pool_allocator(ctx, queue, rng):
     pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(queue))
     sel = clradix.Selector(ctx, allocator=pool)

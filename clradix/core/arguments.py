@@ -147,3 +147,21 @@ def check_disjoint(a, b, what, other):
     if ma == mb and sa < eb and sb < ea:
         raise ValueError(f"{what} overlaps {other} (bytes [{sb}, {eb}) and [{sa}, {ea}) of one "
                          f"buffer): pass a separate buffer")
+
+
+def bytes_of(array):
+    """The bytes of a contiguous pyopencl ``array`` as an Operand of uint8 elements (its byte
+    offset and size, whatever its dtype or shape), for :func:`check_all_disjoint`; None for
+    None."""
+    if array is None:
+        return None
+    return Operand(array.base_data, int(array.offset), int(array.nbytes), np.dtype(np.uint8), array)
+
+
+def check_all_disjoint(named):
+    """ValueError when any two of ``named`` ((name, Operand or None) pairs, the None ones left
+    out) share memory: by buffer (a sub-buffer by its parent) and byte range."""
+    named = [(what, op) for what, op in named if op is not None]
+    for i, (other, a) in enumerate(named):
+        for what, b in named[i + 1:]:
+            check_disjoint(a, b, what, other)
