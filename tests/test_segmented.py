@@ -13,7 +13,7 @@ import pytest
 import clradix
 from clradix.core.keys import KEY_DTYPES, key_codec
 
-from conftest import fake_profile
+from conftest import fake_profile, returns_within
 from data import float_specials
 from reference import ref_argsort, ref_topk
 
@@ -418,6 +418,58 @@ def test_events_and_wait_for(queue, small_sorter, rng):
     np.testing.assert_array_equal(d.get(), np.concatenate([np.sort(keys[:200]),
                                                            np.sort(keys[200:])]))
 
+
+
+def test_host_offsets_never_wait_on_the_host(queue, small_sorter, rng):
+    """Offsets given on the host reach the device without a command on the queue: a call behind
+    earlier work that a user event gates returns before the event completes (a blocking upload
+    behind that work would wait for ever in a program that completes the event afterwards)."""
+    n = 3000
+    keys = rng.random(n).astype(np.float32)
+    vals = rng.integers(0, 2 ** 32, n, dtype=np.uint32)
+    d, v = cl_array.to_device(queue, keys), cl_array.to_device(queue, vals)
+    offsets = np.array([0, 500, 1700, n])
+    warm = cl_array.to_device(queue, keys)   # the kernels built before the gate
+    small_sorter.sort(queue, warm, values=cl_array.empty_like(v), segments=offsets).wait()
+    small_sorter.sort(queue, warm, segments=offsets).wait()
+    small_sorter.argsort(queue, warm, segments=offsets)[1].wait()
+    gate = cl.UserEvent(queue.context)
+    spare = cl_array.empty_like(d)
+    cl.enqueue_copy(queue, spare.data, d.data, wait_for=[gate])   # earlier work, gated
+    out = []
+
+    def calls():
+        out.append(small_sorter.sort(queue, d, values=v, segments=offsets))
+        out.append(small_sorter.sort(queue, d, segments=list(offsets), check_offsets=True))
+        out.append(small_sorter.argsort(queue, d, segments=offsets.astype(np.int32))[0])
+    returned = returns_within(
+        calls, lambda: gate.set_status(cl.command_execution_status.COMPLETE), seconds=30)
+    assert returned, f"call {len(out) + 1} waited on the host behind the user event"
+    queue.finish()
+    order = np.concatenate([a + np.argsort(keys[a:b], kind="stable")
+                            for a, b in zip(offsets[:-1], offsets[1:])])
+    np.testing.assert_array_equal(d.get(), keys[order])
+    np.testing.assert_array_equal(v.get(), vals[order])
+    np.testing.assert_array_equal(out[2].get(), np.concatenate(
+        [np.arange(b - a) for a, b in zip(offsets[:-1], offsets[1:])]))
+
+
+def test_check_offsets_refuses_a_pending_user_event(queue, small_sorter, rng):
+    """check_offsets=True reads the device's verdict back on the host: behind a user event in
+    wait_for that is not complete it would never return, so it is refused (ValueError) before
+    anything is enqueued; without check_offsets the same call is enqueued and returns."""
+    keys = rng.random(400).astype(np.float32)
+    d = cl_array.to_device(queue, keys)
+    seg = cl_array.to_device(queue, np.array([0, 150, 400], np.int32))
+    gate = cl.UserEvent(queue.context)
+    with pytest.raises(ValueError, match="user event not yet complete"):
+        small_sorter.sort(queue, d, segments=seg, check_offsets=True, wait_for=[gate])
+    evt = small_sorter.sort(queue, d, segments=seg, wait_for=[gate])
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    evt.wait()
+    small_sorter.sort(queue, d, segments=seg, check_offsets=True, wait_for=[gate]).wait()
+    np.testing.assert_array_equal(d.get(), np.concatenate([np.sort(keys[:150]),
+                                                           np.sort(keys[150:])]))
 
 def test_64bit_indices(queue, rng, monkeypatch):
     """The kernels with 64-bit counts and offsets (used from 2**31 keys on)."""

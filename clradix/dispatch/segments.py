@@ -22,8 +22,9 @@ _OFFSET_TYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long"}
 def segment_offsets(segments, ctx, queue, n):
     """(Operand of the offsets on the device, number of segments, whether the device must check
     them, the events to wait for). ``segments``: a 1-D int32/int64 pyopencl Array (checked on the
-    device), or a numpy array or sequence of integers (checked here, then copied to the device).
-    Errors are raised before anything is enqueued."""
+    device), or a numpy array or sequence of integers (checked here, then copied into a new
+    buffer as it is created: nothing is enqueued, nothing waits). Errors are raised before
+    anything is enqueued."""
     if isinstance(segments, cl_array.Array):
         if segments.ndim != 1 or not (segments.flags.c_contiguous or segments.size <= 1):
             raise ValueError(f"segments: expected a contiguous 1-D array of num_segments + 1 "
@@ -62,9 +63,27 @@ def segment_offsets(segments, ctx, queue, n):
             i = int(drop[0])
             raise ValueError(f"segments: offsets must be non-decreasing, but offsets[{i + 1}] = "
                              f"{host[i + 1]} < offsets[{i}] = {host[i]}")
-    dev = cl_array.to_device(queue, np.ascontiguousarray(host))
-    return Operand(dev.base_data, dev.offset // dev.dtype.itemsize, int(dev.size), dev.dtype,
-                   None, []), int(host.size) - 1, False
+    # copied when the buffer is created, not by a command on the queue: a write enqueued behind
+    # the queue's earlier commands would have to wait for them before the call could return
+    # (for ever, behind a user event the caller completes after the call)
+    host = np.ascontiguousarray(host)
+    dev = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+    return Operand(dev, 0, int(host.size), host.dtype, None, []), int(host.size) - 1, False
+
+
+def _refuse_pending_user_events(wait):
+    """ValueError when ``wait`` holds a user event not yet complete: check_offsets=True reads the
+    verdict back on the host after the call's first kernel, which waits for that event, so a
+    caller that completes it after the call returns would wait for ever. (A user event gating
+    earlier commands of an in-order queue, not passed in wait_for, cannot be seen here.)"""
+    for evt in wait:
+        if isinstance(evt, cl.UserEvent) and \
+                evt.command_execution_status > cl.command_execution_status.COMPLETE:
+            raise ValueError("check_offsets=True reads the offsets' verdict back on the host, "
+                             "which waits for wait_for's events, and one of them is a user event "
+                             "not yet complete: the call would not return until it completes; "
+                             "complete it first, or pass check_offsets=False (invalid offsets "
+                             "then make the call sort nothing)")
 
 
 def _offset_type(dtype):
@@ -103,6 +122,8 @@ def sort_segments(sorter, queue, codec, keys, vals, segments, *, descending, beg
     argsort = argsort_out is not None
     job = SegmentJob(n, begin_bit, end_bit, bool(descending), argsort, job_vals[2], nseg, 0,
                      device_offsets, bool(device_offsets and check_offsets))
+    if job.raise_invalid:
+        _refuse_pending_user_events(wait)
     vals_io = job_vals[0] or (None, 0)
     out = job_vals[1] if argsort else (None, 0)
     buffers = (keys.buffer, None, vals_io[0], out[0], seg.buffer)
