@@ -12,7 +12,8 @@
 ##
 ## Segmented sorts (off_t given: the offsets' type), each work-item owning whole segments:
 ##   cs_check    - one work-item: info[0] = whether the offsets are invalid (not non-decreasing or
-##                 outside [0, n]); cs_segments then returns at once
+##                 outside [0, n]); cs_segments then returns at once. The verdict is an INDEX_T, as
+##                 seg_plan's (segmented.cl.mako): the host reads it back as the index type
 ##   cs_segments - work-item w sorts segments [w * spi, (w + 1) * spi): a segment of at most
 ##                 INSERTION_MAX keys by a stable insertion sort, a longer one by 8-bit LSD passes
 ##                 between it and its place in a scratch buffer, every pass's digits counted in one
@@ -111,7 +112,7 @@ static inline INDEX_T bound(__global const OFF_T* offsets, INDEX_T row_len, INDE
 }
 
 __kernel ONE_ITEM void cs_check(__global const OFF_T* restrict offsets, ulong offsets_off,
-                                INDEX_T nseg, INDEX_T n, __global uint* restrict info)
+                                INDEX_T nseg, INDEX_T n, __global INDEX_T* restrict info)
 {
     offsets += offsets_off;
     OFF_T prev = offsets[0];
@@ -121,7 +122,7 @@ __kernel ONE_ITEM void cs_check(__global const OFF_T* restrict offsets, ulong of
         bad |= (uint)(o < prev) | (uint)((ulong)o > (ulong)n);
         prev = o;
     }
-    info[0] = bad;
+    info[0] = (INDEX_T)bad;
 }
 
 /* the sort key of x: its order key's bits [begin_bit, end_bit) */
@@ -231,7 +232,7 @@ __kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off
 % endif
                                    __global const OFF_T* restrict offsets, ulong offsets_off,
                                    INDEX_T nseg, INDEX_T row_len, uint spi,
-                                   __global const uint* restrict info, uint check,
+                                   __global const INDEX_T* restrict info, uint check,
                                    uint begin_bit, uint end_bit, KEY_T flip, uint argsort)
 {
     if (check && info[0])

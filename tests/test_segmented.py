@@ -482,6 +482,29 @@ def test_64bit_indices(queue, rng, monkeypatch):
                    offsets_dtype=np.int64)
 
 
+
+@pytest.mark.parametrize("policy", [SMALL, CHUNKS], ids=["workgroups", "chunks"])
+def test_64bit_verdict_of_device_offsets(queue, rng, monkeypatch, poisoning_allocator, policy):
+    """With 64-bit indices the device's verdict on the offsets is read back as 8 bytes: the
+    kernel must write all 8 (temporaries start full of poison here, so a 4-byte verdict leaves
+    the upper half nonzero and valid offsets would be refused)."""
+    from clradix.core import sizes
+    monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
+    sorter = clradix.Sorter(queue.context, segment_policy=policy, allocator=poisoning_allocator)
+    offsets, n = uneven_offsets(rng)
+    keys = float_specials(rng, np.float32, n)
+    d = cl_array.to_device(queue, keys)
+    seg = cl_array.to_device(queue, offsets.astype(np.int64))
+    sorter.sort(queue, d, segments=seg, check_offsets=True).wait()
+    got = d.get()
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        np.testing.assert_array_equal(bits_of(got[a:b]), bits_of(keys[a:b][ref_argsort(keys[a:b])]))
+    np.testing.assert_array_equal(bits_of(got[:offsets[0]]), bits_of(keys[:offsets[0]]))
+    bad = cl_array.to_device(queue, np.array([0, 50, 40, n], np.int64))
+    with pytest.raises(ValueError, match="checked on the device"):
+        sorter.sort(queue, d, segments=bad, check_offsets=True)
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(got))
+
 # ----------------------------------------------------------------------------- the planner
 
 def _profile(**kw):

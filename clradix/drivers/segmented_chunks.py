@@ -42,7 +42,7 @@ class SegmentChunks(Driver):
         seq = LaunchSequence(self)
         n, nseg = job.n, job.num_segments
         kb = self.codec.itemsize
-        info = seq.temp(4 * self.index_bytes)
+        info = seq.temp(4 * self.index_bytes)   # the verdict: one index (INDEX_T), as read back
         offs = (Buf(SEGMENTS), Off(SEGMENTS)) if not job.row_len else (info[0], 0)
         if job.check:
             seq.launch("cs_check", "cs_check", (1,), (1,), [*offs, nseg, n, info[0]])
