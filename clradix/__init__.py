@@ -5,9 +5,9 @@
     evt = sorter.sort(queue, buf)               # in place, uint32 keys by default
     idx, evt = sorter.argsort(queue, keys_array)
 
-    sorted_copy = clradix.sort(array)           # numpy-like, on pyopencl arrays
-    order = clradix.argsort(array)
-    values, indices = clradix.topk(array, k)  # k largest (of each row of a 2-D array)
+    sorted_copy = clradix.sort(array)           # numpy-like: any shape and axis
+    order = clradix.argsort(array, axis=0)      # int64 indices, as numpy's
+    values, indices = clradix.topk(array, k)    # k largest along the last axis
 
 The public names are imported on first use (PEP 562): importing the package, or running its
 command line's ``--help``, loads neither pyopencl nor numpy.
@@ -32,10 +32,12 @@ if TYPE_CHECKING:
     from .core.render import KernelBuildError, TemplateRenderError
     from .dispatch.sorter import Sorter
     from .dispatch.selector import Selector
-    from .dispatch.api import argsort, selector_for, sort, sorter_for, topk
+    from .dispatch.api import (TopkResult, argsort, free_memory, selector_for, sort, sorter_for,
+                               top_k, topk)
 
 __all__ = [
-    "Sorter", "Selector", "sort", "argsort", "topk", "sorter_for", "selector_for", "SortPolicy",
+    "Sorter", "Selector", "sort", "argsort", "topk", "top_k", "TopkResult", "free_memory",
+    "sorter_for", "selector_for", "SortPolicy",
     "SegmentPolicy",
     "TopkPolicy",
     "PolicyError", "KernelBuildError", "TemplateRenderError", "KEY_DTYPES", "KeyCodec", "key_codec",
@@ -50,7 +52,8 @@ _LAZY = {
     "KernelBuildError": "core.render", "TemplateRenderError": "core.render",
     "Sorter": "dispatch.sorter", "Selector": "dispatch.selector",
     "argsort": "dispatch.api", "selector_for": "dispatch.api", "sort": "dispatch.api",
-    "sorter_for": "dispatch.api", "topk": "dispatch.api",
+    "sorter_for": "dispatch.api", "topk": "dispatch.api", "top_k": "dispatch.api",
+    "TopkResult": "dispatch.api", "free_memory": "dispatch.api",
 }
 
 

@@ -59,6 +59,14 @@ def key_dtype(text):
             f"{', '.join(str(d) for d in KEY_DTYPES)} (or {', '.join(SHORT_NAMES)})") from None
 
 
+def demo_dtype(text):
+    """The demo's key dtype: a key_dtype, or bool (random keys of False and True)."""
+    if text.strip() in ("bool", "bool_", "b1", "?"):
+        import numpy as np
+        return np.dtype(np.bool_)
+    return key_dtype(text)
+
+
 def key_dtypes(text):
     """A comma-separated list of key dtypes, such as ``u32,float32``."""
     names = text.split(",")
@@ -162,6 +170,8 @@ def random_keys(rng, dtype, n):
     """Uniformly random bits of ``dtype`` (floats include NaN, inf, zeros and subnormals)."""
     import numpy as np
     d = np.dtype(dtype)
+    if d == np.bool_:   # a bool's only bytes are 0 and 1
+        return rng.random(n) < 0.5
     return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
 
 
@@ -220,7 +230,11 @@ def cmd_demo(args):
     if keys.size == 0:
         print(f"nothing to {op}: 0 {keys.dtype} keys")
         return 0
-    k = min(args.k, keys.size)
+    k = args.k
+    if op == "topk" and k > keys.size:
+        print(f"error: --k {k} exceeds the {keys.size} keys (top-k needs k <= n, as "
+              f"clradix.topk does)", file=sys.stderr)
+        return 2
     ctx = cl.Context([dev])
     queue = cl.CommandQueue(ctx)
     sorter = Sorter(ctx)
@@ -256,7 +270,7 @@ def cmd_demo(args):
         ok = np.array_equal(got.astype(np.int64), order[:k])
         check = f"the {k} {'smallest' if args.descending else 'largest'}, ranked, ties by position"
     if op != "topk":
-        print(f"policy  {sorter.plan(dev, keys.dtype, keys.size)}")
+        print(f"policy  {_policy_line(sorter.plan(dev, keys.dtype, keys.size))}")
     what = f"{op} of {keys.size} {keys.dtype} keys" + (f", k={k}" if op == "topk" else "") + \
         (" descending" if args.descending and op != "topk" else "") + \
         (" smallest" if args.descending and op == "topk" else "")
@@ -265,13 +279,29 @@ def cmd_demo(args):
     else:
         print(f"{what}, wall ms per call (the call and its wait; median of {args.repeat} after "
               f"a warm-up):")
+        print(f"  {'':38s} {'ms':>10s}   clradix's time / this one's (below 1: clradix faster)")
         print(f"  clradix{'':31s} {ms:10.2f}")
         if not args.descending:   # numpy's calls sort ascending (top-k: the largest)
             for label, fn in _numpy_calls(keys, op, k, args.descending):
                 t = _median_ms(fn, args.repeat)
-                print(f"  {label:38s} {t:10.2f}   ({t / ms if ms else 0:.2f}x clradix's time)")
+                print(f"  {label:38s} {t:10.2f}   {ms / t if t else float('inf'):.2f}")
     print(f"check   {'OK: ' + check if ok else 'MISMATCH: not ' + check}")
     return 0 if ok else 1
+
+
+def _policy_line(policy):
+    """The policy's algorithm and tile, and only those other fields that differ from the
+    defaults (a chunks plan does not list onesweep's fields)."""
+    import dataclasses
+    shown = ("algorithm", "radix_bits", "wg_size", "items_per_thread")
+    parts = [f"{name}={getattr(policy, name)!r}" for name in shown]
+    for f in dataclasses.fields(policy):
+        if f.name in shown or f.default is dataclasses.MISSING:
+            continue
+        value = getattr(policy, f.name)
+        if value != f.default:
+            parts.append(f"{f.name}={value!r}")
+    return ", ".join(parts)
 
 
 def cmd_info(args):
@@ -366,7 +396,8 @@ def build_parser():
     demo = command("demo", "sort random keys or a .npy file and check against numpy")
     demo.add_argument("--n", type=non_negative, default=1 << 22,
                       help="number of random keys (2^22)")
-    demo.add_argument("--dtype", type=key_dtype, default="uint32", help=f"{dtype_help} (uint32)")
+    demo.add_argument("--dtype", type=demo_dtype, default="uint32",
+                      help=f"{dtype_help}, or bool (uint32)")
     demo.add_argument("--file", type=keys_file, metavar="FILE",
                       help="a .npy file of keys (1-D) to sort instead of random ones")
     demo.add_argument("--device", help="device index or name substring (default: see info)")
@@ -377,7 +408,8 @@ def build_parser():
                       help="descending order (top-k: the smallest k)")
     demo.add_argument("--repeat", type=non_negative, default=5,
                       help="timed runs after one warm-up (5)")
-    demo.add_argument("--seed", type=non_negative, default=0)
+    demo.add_argument("--seed", type=non_negative, default=0,
+                      help="seed of the random keys (0): the same seed, the same keys")
     info = command("info", "list OpenCL devices and which one clradix uses by default")
     plan = command("plan", "print the policy the planner picks per device and size")
     plan.add_argument("--device")

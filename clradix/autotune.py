@@ -1,7 +1,7 @@
 """The autotune harness behind ``python -m clradix autotune``: time the candidate policies on a
 device, rank them against the planner's default, and report the timings.
 
-Saving the winners (and reading them back when sorting) is :mod:`clradix.tuning`'s job.
+Saving the winners (and reading them back when sorting) is :mod:`clradix.policies.tuning`'s job.
 """
 
 from dataclasses import asdict, replace

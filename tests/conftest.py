@@ -219,7 +219,9 @@ def check_sort(queue, sorter, keys, op="keys", *, values=None, descending=False,
             assert isinstance(evt, cl.Event) and (given is None or idx is given), what
             evt.wait()
         got = idx.get()
-        assert got.dtype == np.uint32 and got.shape == (n,), what
+        # numpy-like argsort: int64 (numpy's intp); Sorter.argsort: uint32 below 2**32 keys
+        assert got.dtype == (np.int64 if sorter is None else np.uint32), what
+        assert got.shape == (n,), what
         np.testing.assert_array_equal(got, order, err_msg=what)
         if full and not descending:
             np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"), err_msg=what)
@@ -275,7 +277,9 @@ def check_topk(queue, x, k, largest=True, sorted_=True, selector=None, to_device
         assert isinstance(evt, cl.Event)
         evt.wait()
     assert values.shape == indices.shape == x.shape[:-1] + (k,)
-    assert values.dtype == x.dtype and indices.dtype == np.uint32
+    # numpy-like topk: int64 indices (numpy's intp); Selector.topk: uint32 below 2**32 keys
+    assert values.dtype == x.dtype
+    assert indices.dtype == (np.int64 if selector is None else np.uint32)
     compare_topk(x, k, values, indices, largest, sorted_)
     np.testing.assert_array_equal(bits_of(a.get()), bits_of(x), err_msg="top-k changed its input")
     return values, indices

@@ -92,3 +92,48 @@ def test_verbose_before_the_default_command():
                            capture_output=True, text=True, timeout=300)
     assert quiet.returncode == 0, quiet.stderr
     assert not re.search(r"^clradix\.core\.render: ", quiet.stderr, re.MULTILINE), quiet.stderr
+
+
+_SLOW_BUILD = """
+import sys, time
+import numpy as np, pyopencl as cl, pyopencl.array as cl_array
+import clradix
+from clradix.core import render
+render.BUILD_NOTICE_SECONDS = 0.05
+slow = render.ProgramCache._build_program
+def slower(self, *args):
+    time.sleep(0.5)   # a build slower than the notice's threshold, whatever the cache holds
+    return slow(self, *args)
+render.ProgramCache._build_program = slower
+ctx = cl.Context([cl.get_platforms()[int(sys.argv[1])].get_devices()[int(sys.argv[2])]])
+q = cl.CommandQueue(ctx)
+x = np.arange(300, dtype=np.float32)[::-1].copy()
+assert (clradix.sort(cl_array.to_device(q, x)).get() == np.sort(x)).all()
+"""
+
+
+def _device_index(device):
+    for p, platform in enumerate(cl.get_platforms()):
+        for d, dev in enumerate(platform.get_devices()):
+            if dev.int_ptr == device.int_ptr:
+                return p, d
+    pytest.skip("the test device is not in this process's platform list")
+
+
+@pytest.mark.parametrize("quiet", ["", "1"])
+def test_a_slow_build_says_so_on_stderr(queue, quiet, tmp_path):
+    """A build that runs past BUILD_NOTICE_SECONDS prints one line on stderr without any
+    logging configured (CLRADIX_QUIET_BUILDS=1 hides it), once for a call that builds several
+    programs."""
+    import os
+    p, d = _device_index(queue.device)
+    env = dict(os.environ, CLRADIX_QUIET_BUILDS=quiet)
+    proc = subprocess.run([sys.executable, "-c", _SLOW_BUILD, str(p), str(d)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "clradix: building" in ln]
+    if quiet:
+        assert not lines, proc.stderr
+    else:
+        assert len(lines) == 1, proc.stderr
+        assert queue.device.name.strip() in lines[0] and "cached afterwards" in lines[0]

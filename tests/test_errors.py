@@ -9,6 +9,7 @@ import pytest
 
 import clradix
 from clradix.core.errors import PolicyError
+from numpy.exceptions import AxisError
 
 
 @pytest.fixture
@@ -81,15 +82,24 @@ CASES = [
      lambda s, q: clradix.Sorter(q.context, wg_size=256, items_per_thread=512).sort(q, s["buf"])),
     ("wg not a power of two", PolicyError, "wg_size=96 must be a power of two",
      lambda s, q: clradix.Sorter(q.context, wg_size=96).sort(q, s["buf"])),
-    ("argsort out dtype", TypeError, "out: dtype=uint32 given, but the array holds int64",
-     lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 1000, np.int64))),
+    ("argsort out dtype", TypeError, "out: indices are int32, uint32, int64 or uint64, got "
+     "dtype('float32')",
+     lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 1000, np.float32))),
+    ("argsort out dtype disagrees", TypeError,
+     "out: dtype=int64 given, but the array holds uint32",
+     lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 1000, np.uint32),
+                                      index_dtype=np.int64)),
     ("argsort out short", ValueError, "out: n=1000 exceeds the array's 999 elements by 1",
      lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 999, np.uint32))),
-    ("module sort on a list", TypeError,
-     "expected a pyopencl.array.Array or a numpy array, got list",
-     lambda s, q: clradix.sort(list(s["keys"]))),
-    ("module sort 3-D", ValueError, "expected a 1-D or 2-D array, got shape (2, 2, 250)",
-     lambda s, q: clradix.sort(s["d_keys"].reshape(2, 2, 250))),
+    ("module sort on a Buffer", TypeError,
+     "a: a Buffer does not say its shape or type: wrap it in a pyopencl.array.Array",
+     lambda s, q: clradix.sort(s["buf"])),
+    ("module sort axis out of range", AxisError, "axis 3 is out of bounds for array of "
+     "dimension 3", lambda s, q: clradix.sort(s["d_keys"].reshape(2, 2, 250), 3)),
+    ("module sort descending not a bool", TypeError, "descending must be a bool, got str 'no'",
+     lambda s, q: clradix.sort(s["d_keys"], descending="no")),
+    ("module sort order", ValueError, "order='f0': numpy's order= sorts structured arrays",
+     lambda s, q: clradix.sort(s["d_keys"], order="f0")),
 ]
 
 

@@ -334,7 +334,7 @@ def test_rows(queue, rng, shape):
     np.testing.assert_array_equal(np.sort(x, axis=-1, kind="stable"),
                                   s.get())   # numpy's own (NaN compare equal)
     idx = clradix.argsort(d)
-    assert idx.dtype == np.uint32 and idx.shape == shape
+    assert idx.dtype == np.int64 and idx.shape == shape
     np.testing.assert_array_equal(idx.get(), order)
     idx = clradix.argsort(d, descending=True)
     np.testing.assert_array_equal(idx.get(), ref_argsort_rows(x, True))
@@ -348,12 +348,8 @@ def ref_argsort_rows(x, descending=False):
 def test_rows_refused(queue):
     d = cl_array.to_device(queue, np.zeros((4, 6), np.float32))
     for fn in (clradix.sort, clradix.argsort):
-        with pytest.raises(ValueError, match="axis=0: sort runs along the last axis"):
-            fn(d, axis=0)
-        with pytest.raises(ValueError, match="1-D or 2-D"):
-            fn(d.reshape(2, 2, 6))
-        with pytest.raises(ValueError, match="C-contiguous"):
-            fn(d[:, ::2])
+        with pytest.raises(np.exceptions.AxisError, match="axis 2 is out of bounds"):
+            fn(d, axis=2)
         with pytest.raises(TypeError, match="axis must be an integer"):
             fn(d, axis=1.0)
 

@@ -35,9 +35,18 @@ def buffer_size(buf, what):
 
 
 def check_context(ctx, obj_ctx, what):
+    """ValueError unless ``obj_ctx`` (the context of ``what``; None: not known) is ``ctx``."""
     if obj_ctx is not None and obj_ctx != ctx:
+        theirs, ours = _devices(obj_ctx), _devices(ctx)
+        where = (f"two contexts of the same device ({ours})" if theirs == ours else
+                 f"a context of {theirs}, used with one of {ours}")
         raise ValueError(f"{what} belongs to another OpenCL context than the one it is used "
-                         f"with ({obj_ctx.devices[0].name} vs {ctx.devices[0].name})")
+                         f"with: {where}. Make arrays, buffers and queues of one "
+                         f"pyopencl.Context (or copy the data to it)")
+
+
+def _devices(ctx):
+    return ", ".join(d.name.strip() for d in ctx.devices)
 
 
 def check_queue(ctx, queue):
@@ -67,7 +76,9 @@ def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
             raise ValueError(f"{what}: expected a 1-D array, got shape {obj.shape}")
         if not (obj.flags.c_contiguous or obj.size <= 1):
             raise ValueError(f"{what}: array is not contiguous (strides {obj.strides} for itemsize "
-                             f"{obj.dtype.itemsize})")
+                             f"{obj.dtype.itemsize}): pass a contiguous copy (view.copy()), or "
+                             f"use clradix.sort / argsort / topk, which gather strided views on "
+                             f"the device")
         check_context(ctx, obj.context, what)
         size = int(obj.size)
         if n is None:

@@ -8,6 +8,7 @@ disk keeps the compiled code between processes.
 """
 
 import logging
+import os
 import threading
 import time
 import weakref
@@ -70,6 +71,20 @@ def _fmt_params(params):
     return ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
 
 
+#: A build still running after this many seconds is announced on the ``clradix.build`` logger at
+#: WARNING level, which Python prints on stderr when logging is not configured: a first call on a
+#: CPU compiler can otherwise be silent for seconds. CLRADIX_QUIET_BUILDS=1, or that logger's
+#: level above WARNING, silences it.
+BUILD_NOTICE_SECONDS = 1.0
+#: one notice per context in this many seconds (a call that builds several programs says so once)
+BUILD_NOTICE_GAP = 30.0
+build_log = logging.getLogger("clradix.build")
+
+
+def _quiet():
+    return os.environ.get("CLRADIX_QUIET_BUILDS", "").strip() not in ("", "0")
+
+
 class ProgramCache:
     """Built programs of one context, keyed by template and parameters. Thread-safe."""
 
@@ -79,6 +94,7 @@ class ProgramCache:
         self._declarations = {}
         self._sources = {}   # (template, parameters) -> rendered source, until parsed
         self._lock = threading.Lock()
+        self._noticed = -BUILD_NOTICE_GAP   # perf_counter() of the last build notice
 
     def get(self, template_name, params, options=()):
         """The built program of ``template_name`` rendered with ``params``."""
@@ -103,8 +119,31 @@ class ProgramCache:
                 decls = self._declarations[key] = parse_kernels(source)
             return decls
 
+    def _notice(self, template_name):
+        """Say, once in BUILD_NOTICE_GAP seconds, that a slow build is running."""
+        now = time.perf_counter()
+        if now - self._noticed < BUILD_NOTICE_GAP:
+            return
+        self._noticed = now
+        build_log.warning("clradix: building %s kernels for %s (first use of this configuration; "
+                          "cached afterwards; CLRADIX_QUIET_BUILDS=1 hides this line)",
+                          template_name.split(".")[0],
+                          ", ".join(d.name.strip() for d in self.context.devices))
+
     def _build(self, template_name, params, options):
         start = time.perf_counter()
+        timer = None
+        if not _quiet() and build_log.isEnabledFor(logging.WARNING):
+            timer = threading.Timer(BUILD_NOTICE_SECONDS, self._notice, (template_name,))
+            timer.daemon = True
+            timer.start()
+        try:
+            return self._build_program(template_name, params, options, start)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _build_program(self, template_name, params, options, start):
         source = render(template_name, **params)
         self._sources[(template_name, tuple(sorted(params.items())))] = source
         try:

@@ -26,6 +26,31 @@ def output_index_dtype(n):
     return np.dtype(np.uint32 if n < 2 ** 32 else np.uint64)
 
 
+#: the index dtypes a caller may ask for, with the positions each holds (below the bound)
+INDEX_DTYPES = {np.dtype(np.int32): 2 ** 31, np.dtype(np.uint32): 2 ** 32,
+                np.dtype(np.int64): 2 ** 63, np.dtype(np.uint64): 2 ** 64}
+
+
+def check_index_dtype(index_dtype, n, what="index_dtype"):
+    """The numpy dtype of the indices handed back for positions below ``n``: ``index_dtype``
+    checked (TypeError for another type, ValueError when a position would not fit), or by
+    default the index-width rule's (:func:`output_index_dtype`). Kernels write the unsigned
+    type of the same width: the same bits for every position that fits."""
+    if index_dtype is None:
+        return output_index_dtype(n)
+    try:
+        d = np.dtype(index_dtype)
+    except TypeError:
+        d = None
+    if d not in INDEX_DTYPES:
+        raise TypeError(f"{what}: indices are int32, uint32, int64 or uint64, got "
+                        f"{index_dtype!r}")
+    if n > INDEX_DTYPES[d]:
+        raise ValueError(f"{what}: {d} cannot hold the positions of {n} keys (largest "
+                         f"{INDEX_DTYPES[d] - 1}): use int64")
+    return d
+
+
 def cl_index_name(dtype):
     """The OpenCL C name of an index dtype (uint32 or uint64)."""
     return {4: "uint", 8: "ulong"}[np.dtype(dtype).itemsize]

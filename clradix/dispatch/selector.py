@@ -20,7 +20,7 @@ from ..core.arguments import (Operand, buffer_size, attach_event, bytes_of, chec
 from ..core.keys import key_codec
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
-from ..core.sizes import output_index_dtype
+from ..core.sizes import check_index_dtype
 from ..drivers.radix_select import global_sorts
 from ..planning.planner import Planner, topk_driver_class
 from ..policies.overrides import check_overrides
@@ -31,8 +31,8 @@ from .sorter import Sorter, _events
 class Selector:
     """Top-k of OpenCL buffers and pyopencl arrays on one context.
 
-    ``wg_size`` (a power of two from 256, the histogram's digits, up to the devices' largest
-    work-group) and ``items_per_thread`` (a power of two >= 2; wg_size x items_per_thread below
+    ``wg_size`` (a power of two from 64 to 2048, the 11-bit histogram's digits, and at most the
+    devices' largest work-group) and ``items_per_thread`` (a power of two >= 2; wg_size x items_per_thread below
     65536) set the selection kernels' tile, ``groups_per_cu`` (a positive integer) how many
     work-groups per compute unit share a row; ``sort_size`` the largest k sorted in local memory
     (a power of two up to 2048, lowered where the local memory holds fewer keys of the type;
@@ -73,14 +73,17 @@ class Selector:
              largest: bool = True, sorted: bool = True, values_out: Optional[cl_array.Array] = None,
              indices_out: Optional[cl_array.Array] = None,
              wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
-             allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None
+             allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
+             index_dtype: Optional[DTypeLike] = None
              ) -> Tuple[cl_array.Array, cl_array.Array, cl.Event]:
         """The ``k`` largest (``largest=False``: smallest) keys of each row and their positions.
 
         ``keys``: a contiguous pyopencl Array, 1-D (one row) or 2-D (a row each), or a Buffer of
         ``rows`` (default 1) equal rows of ``dtype`` keys (default uint32). Returns ``(values,
         indices, event)``: Arrays of shape (k,) or (rows, k) (or ``values_out`` / ``indices_out``,
-        Arrays of that size), indices uint32 (uint64 for rows of 2**32 keys or more).
+        Arrays of that size), indices of ``index_dtype`` (int32, uint32, int64 or uint64; by
+        default ``indices_out``'s dtype, else uint32, or uint64 for rows of 2**32 keys or more;
+        a 32-bit type must hold every position in a row).
         ``sorted=True`` orders each row's results (largest first for ``largest=True``, ties by
         position); ``sorted=False`` leaves them in an unspecified order (the same set).
         ``allocator`` (else the Selector's) provides the temporaries and new outputs; one that
@@ -93,7 +96,12 @@ class Selector:
         src, n_rows, row_len, shape = self._keys(keys, dtype, rows)
         codec = key_codec(src.dtype)
         k = _check_k(k, row_len)
-        idx_dtype = output_index_dtype(row_len)
+        if index_dtype is None and indices_out is not None:
+            index_dtype = indices_out.dtype
+        idx_dtype = check_index_dtype(index_dtype, row_len,
+                                      "index_dtype" if indices_out is None else "indices_out")
+        # the kernels write unsigned indices of the same width (the same bits)
+        idx_bytes = idx_dtype.itemsize
         out_shape = shape[:-1] + (k,)
         self._check_out(values_out, "values_out", codec.dtype, out_shape)
         self._check_out(indices_out, "indices_out", idx_dtype, out_shape)
@@ -104,11 +112,11 @@ class Selector:
                             ("indices_out", bytes_of(indices_out))])
         if n_rows * k:   # plan and build first: a refused configuration allocates nothing
             key = (queue.device.int_ptr, codec.dtype, n_rows, row_len, k, bool(sorted),
-                   bool(largest))
+                   bool(largest), idx_bytes)
             prepared = self.planner.ready(key)
             if prepared is None:
                 prepared = self.planner.prepare_topk(key, queue.device, codec, n_rows, row_len, k,
-                                                     sorted, largest, self._get_sorter)
+                                                     sorted, largest, self._get_sorter, idx_bytes)
         # new outputs before anything is enqueued: a failed allocation is a MemoryError naming
         # the bytes, and no byte of the keys or outputs changes
         user = allocator or self.allocator

@@ -18,7 +18,7 @@ from ..core.arguments import (Operand, attach_event, check_disjoint, check_n, ch
 from ..core.keys import key_codec, value_cl_type
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
-from ..core.sizes import output_index_dtype
+from ..core.sizes import check_index_dtype
 from ..drivers.digit_passes import SortJob, digit_passes
 from ..planning.planner import Planner
 from ..policies.overrides import check_overrides
@@ -31,10 +31,10 @@ _NO_QUEUE = object()
 
 
 class Sorter:
-    """Stable radix sort, argsort of OpenCL buffers on one context.
+    """Stable radix sort and argsort of OpenCL buffers on one context.
 
-    ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("reduce_then_scan" or
-    "onesweep") and the other :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``,
+    ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("onesweep",
+    "reduce_then_scan", "single_wg" or "chunks", the CPUs' default) and the other :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``,
     ``ring_slots``, ``force_fallback``, ...) override the planner's policy, for tests and
     benchmarks; left as None, the planner chooses per device.
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
@@ -126,21 +126,26 @@ class Sorter:
                 descending: bool = False, begin_bit: int = 0, end_bit: Optional[int] = None,
                 wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
                 allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None,
-                segments: Any = None, check_offsets: bool = False
+                segments: Any = None, check_offsets: bool = False,
+                index_dtype: Optional[DTypeLike] = None
                 ) -> Tuple[Union[cl_array.Array, cl.MemoryObjectHolder], cl.Event]:
         """Stable argsort: returns ``(indices, event)``; ``keys`` are left unchanged.
 
-        ``indices`` is a new pyopencl Array of uint32 (uint64 when n >= 2**32), or ``out`` itself
-        (an Array or Buffer of that dtype, not overlapping the keys) when given. With
-        ``segments``, each index is the position within its segment; ``out`` entries outside
-        every segment are not written.
+        ``indices`` is a new pyopencl Array of ``index_dtype`` (int32, uint32, int64 or uint64;
+        by default uint32, or uint64 when n >= 2**32), or ``out`` itself (an Array of one of
+        those dtypes, or a Buffer of ``index_dtype``, not overlapping the keys) when given. A
+        32-bit type must hold every position (int32 below 2**31 keys, uint32 below 2**32).
+        With ``segments``, each index is the position within its segment; ``out`` entries
+        outside every segment are not written.
         """
         checked = self._check_queue(queue)
         k = operand(keys, self.context, "keys", dtype=dtype,
                     n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(k.dtype)
         n = k.n
-        idx_dtype = output_index_dtype(n)
+        if index_dtype is None and isinstance(out, cl_array.Array):
+            index_dtype = out.dtype
+        idx_dtype = check_index_dtype(index_dtype, n, "index_dtype" if out is None else "out")
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if out is None:
             out_arr = new_output(queue, "index output", idx_dtype, (n,),
@@ -148,8 +153,6 @@ class Sorter:
             o = Operand(out_arr.base_data, 0, n, idx_dtype, out_arr, [])
         else:
             o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
-            if o.dtype != idx_dtype:
-                raise TypeError(f"out: expected {idx_dtype} indices for n={n}, got {o.dtype}")
             out_arr = out
             check_disjoint(k, o, "out", "the keys")
         wait = _events(wait_for) + k.events + o.events

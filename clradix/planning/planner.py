@@ -316,8 +316,9 @@ class Planner:
 
     # ------------------------------------------------------------------ top-k
 
-    def plan_topk(self, device, codec, rows, row_len, k, sorted):
-        """The TopkPlan of a call (a size query: nothing is built)."""
+    def plan_topk(self, device, codec, rows, row_len, k, sorted, idx_bytes=0):
+        """The TopkPlan of a call (a size query: nothing is built); ``idx_bytes`` 8 hands back
+        64-bit indices at any row length (0: the index-width rule)."""
         config = ("topk", codec.dtype, index_type(row_len)[0])
         overrides = self.overrides
         refused = self.refused(device, config)
@@ -326,32 +327,35 @@ class Planner:
         if "not fused" in refused:
             overrides = dict(overrides, fused=False)
         return plan_topk(self.capped_profile(device, config), codec, rows, row_len, k, sorted,
-                         **overrides)
+                         idx_bytes=idx_bytes, **overrides)
 
-    def prepare_topk(self, key, device, codec, rows, row_len, k, sorted, largest, sorter):
+    def prepare_topk(self, key, device, codec, rows, row_len, k, sorted, largest, sorter,
+                     idx_bytes=0):
         """The Prepared of a top-k call (its ``plan`` set; ``sorter()`` gives the global route's
         Sorter)."""
         def make():
-            plan, driver = self.topk_driver(device, codec, rows, row_len, k, sorted)
+            plan, driver = self.topk_driver(device, codec, rows, row_len, k, sorted, idx_bytes)
             job = TopkJob(plan, rows, row_len, k, bool(largest),
                           sorter() if plan.route == "global" else None)
             return driver, job, plan
         return self._prepare(key, make)
 
-    def topk_driver(self, device, codec, rows, row_len, k, sorted):
+    def topk_driver(self, device, codec, rows, row_len, k, sorted, idx_bytes=0):
         """(plan, built RadixSelect) of a top-k call, kept with the prepared work (either
         direction plans nothing more)."""
-        key = ("topk driver", device.int_ptr, codec.dtype, rows, row_len, k, bool(sorted))
+        key = ("topk driver", device.int_ptr, codec.dtype, rows, row_len, k, bool(sorted),
+               idx_bytes)
         made = self.ready(key)
         if made is None:
             generation = self.generation
             made = self._keep(key, generation,
-                              self._topk_driver(device, codec, rows, row_len, k, sorted))
+                              self._topk_driver(device, codec, rows, row_len, k, sorted,
+                                                idx_bytes))
         return made
 
-    def _topk_driver(self, device, codec, rows, row_len, k, sorted):
+    def _topk_driver(self, device, codec, rows, row_len, k, sorted, idx_bytes):
         while True:
-            plan = self.plan_topk(device, codec, rows, row_len, k, sorted)
+            plan = self.plan_topk(device, codec, rows, row_len, k, sorted, idx_bytes)
             config = ("topk", codec.dtype, plan.index_name)
             key = (device.int_ptr, plan.policy, "topk", codec.dtype, plan.index_name,
                    plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample,

@@ -169,15 +169,18 @@ def check_topk_overrides(wg_size=None, items_per_thread=None, groups_per_cu=None
                         f"{fused!r}")
 
 
-def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
+def plan_topk(profile, codec, rows, row_len, k, sorted, *, idx_bytes=0, **overrides):
     """The TopkPlan of the k largest or smallest of ``rows`` rows of ``row_len`` keys of
     ``codec``; ``overrides`` (TopkPolicy fields) replace the planner's choice when not None.
-    CPUs without overrides take the chunked route up to CHUNKS_MAX_K (:func:`_chunks_plan`)."""
+    ``idx_bytes``: 8 hands back 64-bit indices at any row length, 0 follows the index-width rule
+    (clradix.core.sizes.output_index_dtype). CPUs without overrides take the chunked route up to
+    CHUNKS_MAX_K (:func:`_chunks_plan`)."""
+    idx_np = _caller_index(row_len, idx_bytes)
     fields = {name: v for name, v in overrides.items() if v is not None}
     check_topk_overrides(**{n: v for n, v in fields.items() if n != "wg_size"})
     policy = replace(_DEFAULTS["gpu" if profile.is_gpu else "cpu"], **fields)
     if profile.is_cpu and set(fields) <= {"chunk_keys"} and k <= CHUNKS_MAX_K:
-        return _chunks_plan(policy, profile, codec, rows, row_len, k)
+        return _chunks_plan(policy, profile, codec, rows, row_len, k, idx_np)
     if "wg_size" not in fields and policy.wg_size > profile.max_wg_size:
         policy = replace(policy, wg_size=max(MIN_WG, pow2_floor(profile.max_wg_size)))
     if policy.wg_size > profile.max_wg_size:
@@ -190,7 +193,6 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, **overrides):
         fit = max(MIN_WG, 1 << max(-(-row_len // policy.items_per_thread) - 1, 0).bit_length())
         policy = replace(policy, wg_size=min(policy.wg_size, fit))
     sort_size = min(policy.sort_size, _local_sort_size(profile, codec.itemsize, policy.wg_size))
-    idx_np = output_index_dtype(row_len).type
     if not sorted or k == 1:
         route, out_np = "direct", idx_np
     elif k <= sort_size:
@@ -252,7 +254,7 @@ CHUNKS_MAX_K = 1 << 16
 CHUNKS_PER_CU, CHUNK_PER_K = 4, 8
 
 
-def _chunks_plan(policy, profile, codec, rows, row_len, k):
+def _chunks_plan(policy, profile, codec, rows, row_len, k, idx_np):
     """The chunked route: ``groups`` work-items per row (enough chunks that every compute unit
     has CHUNKS_PER_CU, none shorter than the policy's chunk_keys, by default max(4096,
     CHUNK_PER_K x k) keys), each keeping a
@@ -262,11 +264,20 @@ def _chunks_plan(policy, profile, codec, rows, row_len, k):
     chunk = -(-row_len // groups)
     cap = max(k, min(max(4 * k, 1024), chunk))
     index_name, index_np = index_type(row_len)
-    idx_np = output_index_dtype(row_len).type
     return TopkPlan(policy=policy, profile=profile, route="chunks", index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=idx_np, sort_size=0,
                     pos_bits=max(row_len - 1, 0).bit_length(), digits=0, groups=groups, cap=cap,
                     single=False)
+
+
+def _caller_index(row_len, idx_bytes):
+    """The numpy type of the indices handed back: 64-bit when asked (``idx_bytes`` 8), else the
+    index-width rule's."""
+    if idx_bytes == 8:
+        return np.uint64
+    if idx_bytes not in (0, 4):
+        raise ValueError(f"idx_bytes must be 0, 4 or 8, got {idx_bytes}")
+    return output_index_dtype(row_len).type
 
 
 def warp_aggregate(profile):
