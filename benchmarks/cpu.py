@@ -14,6 +14,12 @@ interleaved per case so that both see the same machine. Every clradix result is 
 numpy (bit for bit; top-k positions exactly, ties by position). ``--variants
 NAME:FIELD=VALUE,...;...`` adds clradix Sorters with policy overrides
 (``rts:algorithm=reduce_then_scan``; sorts and argsorts).
+
+``--topk-orders`` times the chunked top-k (the k largest, ranked, float32) instead on rows whose
+order is adversarial to a selection (sorted, reversed, rising then falling, rising-then-falling
+blocks, a sawtooth, all equal) beside random keys of the same size, for every size of
+``--orders-sizes`` and k of ``--orders-k``: median ms per call, the spread (slowest minus
+fastest run over the median) and each order's time over random keys'.
 """
 
 import numpy as np
@@ -43,6 +49,12 @@ def add_arguments(ap):
     ap.add_argument("--variants", help="clradix variants, NAME:FIELD=VALUE,...;... (SortPolicy "
                                        "fields)")
     ap.add_argument("--no-numpy", action="store_true", help="clradix only")
+    ap.add_argument("--topk-orders", action="store_true",
+                    help="time the chunked top-k on adversarial orders beside random keys "
+                         "instead of the cases")
+    ap.add_argument("--orders-sizes", default="16,18,20,22",
+                    help="log2 of the row lengths of --topk-orders (16,18,20,22)")
+    ap.add_argument("--orders-k", default="10,1000,32768", help="k of --topk-orders")
 
 
 def _parse_cases(text):
@@ -120,8 +132,70 @@ def _check(op, got, want):
     return np.array_equal(a.view(np.uint8), want.view(np.uint8))
 
 
+# --topk-orders: rows of n float32 keys (integers, exact) in an order adversarial to a selection
+TOPK_ORDERS = {
+    "random": lambda rng, n: rng.random(n, dtype=np.float32),
+    "ascending": lambda rng, n: np.arange(n, dtype=np.float32),
+    "descending": lambda rng, n: np.arange(n, dtype=np.float32)[::-1].copy(),
+    "organ_pipe": lambda rng, n: np.concatenate([np.arange(n // 2), np.arange(n - n // 2)[::-1]]
+                                                ).astype(np.float32),
+    "pipe_blocks": lambda rng, n: np.resize(TOPK_ORDERS["organ_pipe"](rng, min(n, 1 << 18)), n),
+    "sawtooth": lambda rng, n: (np.arange(n) % max(n // 16, 1)).astype(np.float32),
+    "all_equal": lambda rng, n: np.full(n, 7, np.float32),
+}
+
+
+def topk_orders(args, out):
+    """The chunked top-k on every order of TOPK_ORDERS at each size and k: a table of median ms,
+    spread and time over random keys'."""
+    devices = common.select_devices(args.device) or []
+    sizes = [1 << int(v) for v in args.orders_sizes.split(",")]
+    ks = [int(v) for v in args.orders_k.split(",")]
+    rng = np.random.default_rng(5)
+    for dev in devices:
+        where = common.opencl_device_fields(dev)
+        ctx = cl.Context([dev])
+        q = cl.CommandQueue(ctx)
+        sel = clradix.Selector(ctx)
+        out.log(f"\ntop-k (largest, ranked) of float32 rows on {where['device']}: median ms per "
+                f"call (spread), time / random keys'")
+        out.log("| n | k | " + " | ".join(TOPK_ORDERS) + " | worst / random |")
+        out.log("|" + " --- |" * (3 + len(TOPK_ORDERS)))
+        for n in sizes:
+            for k in (k for k in ks if k <= n):
+                cells, ms = [], {}
+                for order, make in TOPK_ORDERS.items():
+                    x = make(rng, n)
+                    with out.guard(f"topk {order} n={n} k={k} on {where['device']}"):
+                        src = cl_array.to_device(q, x)
+                        box = {}
+
+                        def call():
+                            box["out"] = sel.topk(q, src, k)
+                            box["out"][2].wait()
+                        t = timing.time_host(call, args.repeat)
+                        t.out = None
+                        pos = impls.topk_reference(x, k)[0]
+                        ok = _check("topk", box["out"][:2], (x[pos], pos))
+                        out.record(where, "clradix", f"topk {order} k={k}", np.dtype(np.float32),
+                                   n, t, ok=ok)
+                        ms[order] = t.median_wall_ms
+                        spread = (max(t.wall_ms) - min(t.wall_ms)) / t.median_wall_ms
+                        ratio = "" if order == "random" else \
+                            f", {t.median_wall_ms / ms['random']:.2f}x"
+                        cells.append(f"{t.median_wall_ms:.2f} ({100 * spread:.0f}%{ratio})")
+                worst = max(v for o, v in ms.items() if o != "random") / ms["random"]
+                out.log(f"| 2^{n.bit_length() - 1} | {k} | " + " | ".join(cells)
+                        + f" | {worst:.2f}x |")
+
+
 def main(args):
     out = common.Run("cpu", args)
+    if args.topk_orders:
+        if args.quick:
+            args.repeat, args.orders_sizes, args.orders_k = min(args.repeat, 2), "12,14", "10,1000"
+        topk_orders(args, out)
+        return out.finish()
     cases = _parse_cases(args.cases) if args.cases else (QUICK_CASES if args.quick else CASES)
     if args.quick:
         args.repeat = min(args.repeat, 2)

@@ -43,39 +43,60 @@ static void insert_pairs(__global KEY_T* k, __global INDEX_T* p, INDEX_T lo, IND
     }
 }
 
-/* Rearranges the m pairs so that the best `want` (0 < want <= m) come first, in no order:
-   quickselect (median of three; the positions make every pair distinct), the last few by
+/* Rearranges the m pairs so that the best `want` (0 < want <= m) come first, in no order: an
+   MSD radix select over the pairs' digits (the sort key's bytes from the most significant, then
+   the position's, which settle ties: every pair is distinct). Each level counts the digits of
+   the undecided pairs [lo, hi), finds the digit d of the want-th best and moves the pairs of
+   smaller digits before those of digit d and the larger ones after them; the next level looks
+   only at digit d's. A level whose pairs all share a digit moves nothing. At most
+   SELECT_LEVELS levels of O(hi - lo) each, whatever the order of the pairs (a quickselect's
+   pivots can remove one pair a partition on ordered rows: quadratic); the last few pairs by
    insertion. */
+#define SELECT_LEVELS ((uint)(sizeof(KEY_T) + sizeof(INDEX_T)))
+#define SELECT_INSERTION 16
+
+static inline uint pair_digit(KEY_T key, INDEX_T pos, uint level)
+{
+    return level < sizeof(KEY_T)
+        ? (uint)(key >> (8 * (sizeof(KEY_T) - 1 - level))) & 0xFFu
+        : (uint)(pos >> (8 * (SELECT_LEVELS - 1 - level))) & 0xFFu;
+}
+
 static void select_best(__global KEY_T* k, __global INDEX_T* p, INDEX_T m, INDEX_T want)
 {
-    INDEX_T lo = 0, hi = m;   /* the want-th best lies in [lo, hi) */
-    while (hi - lo > 16) {
-        const INDEX_T mid = lo + (hi - lo) / 2;
-        INDEX_T a = lo, b = mid, c = hi - 1;
-        if (better(k[b], p[b], k[a], p[a])) { INDEX_T t = a; a = b; b = t; }
-        if (better(k[c], p[c], k[b], p[b])) { INDEX_T t = b; b = c; c = t; }
-        if (better(k[b], p[b], k[a], p[a])) { INDEX_T t = a; a = b; b = t; }
-        const KEY_T pk = k[b];
-        const INDEX_T pp = p[b];
-        k[b] = k[hi - 1]; p[b] = p[hi - 1];
-        k[hi - 1] = pk; p[hi - 1] = pp;
-        INDEX_T store = lo;
-        for (INDEX_T i = lo; i < hi - 1; ++i) {
-            if (better(k[i], p[i], pk, pp)) {
-                const KEY_T tk = k[i]; k[i] = k[store]; k[store] = tk;
-                const INDEX_T tp = p[i]; p[i] = p[store]; p[store] = tp;
-                ++store;
+    if (want >= m)
+        return;
+    INDEX_T lo = 0, hi = m;   /* [0, lo) are among the best want, [hi, m) not: lo < want <= hi */
+    INDEX_T count[256];
+    for (uint level = 0; level < SELECT_LEVELS && hi - lo > SELECT_INSERTION; ++level) {
+        for (uint d = 0; d < 256; ++d)
+            count[d] = 0;
+        for (INDEX_T i = lo; i < hi; ++i)
+            ++count[pair_digit(k[i], p[i], level)];
+        INDEX_T below = lo;
+        uint b = 0;
+        while (below + count[b] < want)
+            below += count[b++];
+        if (count[b] == hi - lo)
+            continue;   /* one digit: the next level splits them */
+        /* three-way partition of [lo, hi) by digit against b */
+        INDEX_T i = lo, lt = lo, gt = hi;
+        while (i < gt) {
+            const uint d = pair_digit(k[i], p[i], level);
+            if (d == b) {
+                ++i;
+                continue;
             }
+            const INDEX_T j = d < b ? lt++ : --gt;
+            const KEY_T tk = k[i]; k[i] = k[j]; k[j] = tk;
+            const INDEX_T tp = p[i]; p[i] = p[j]; p[j] = tp;
+            if (d < b)
+                ++i;
         }
-        k[hi - 1] = k[store]; p[hi - 1] = p[store];
-        k[store] = pk; p[store] = pp;
-        /* [lo, store) are better than the pivot at store, (store, hi) worse */
-        if (store == want - 1 || store == want)
-            return;
-        if (store < want)
-            lo = store + 1;
-        else
-            hi = store;
+        lo = below;
+        hi = below + count[b];
+        if (hi == want)
+            return;   /* digit b's pairs are all among the best want */
     }
     insert_pairs(k, p, lo, hi);
 }

@@ -392,6 +392,21 @@ def test_topk_chunks(g, rng, shape, k):
                                     to_device=g.to_device))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint64"])
+def test_topk_chunks_ordered_rows(g, dtype):
+    """The chunked top-k's radix selection over ordered rows (rising, rising then falling, all
+    equal): chunks of 50 keys fill the buffer, so every selection runs its digit levels and
+    partitions, position digits included (equal keys)."""
+    if not g.context.devices[0].type & cl.device_type.CPU:
+        pytest.skip("the chunked top-k is the CPUs' route")
+    sel = clradix.Selector(g.context)
+    sel.overrides.update(chunk_keys=50)
+    half = np.arange(150)
+    for row in (np.arange(300), np.concatenate([half, half[::-1]]), np.full(300, 9)):
+        g.keep(*conftest.check_topk(g.queue, row.astype(dtype), 7, selector=sel,
+                                    to_device=g.to_device))
+
+
 @pytest.mark.parametrize("rows", [1, 3])
 def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     """k above the local-memory sort: the selected pairs are ordered by radix sorts, then gathered

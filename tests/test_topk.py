@@ -572,6 +572,53 @@ def test_many_tiles_per_group(ctx, queue, rng, path):
             check_topk(queue, x, k, True, sorted_, selector=sel)
 
 
+
+def ordered_row(order, dtype, n):
+    """A row of n keys in an order adversarial to a selection (as benchmarks/cpu.py
+    --topk-orders times them): rising, falling, rising then falling, rising-then-falling blocks,
+    a sawtooth of 16 teeth, all equal; integers wrapped to the dtype's range."""
+    half = np.arange(n // 2)
+    base = {"ascending": np.arange(n), "descending": np.arange(n)[::-1],
+            "organ_pipe": np.concatenate([half, np.arange(n - n // 2)[::-1]]),
+            "pipe_blocks": np.resize(np.concatenate([np.arange(512), np.arange(512)[::-1]]), n),
+            "sawtooth": np.arange(n) % max(n // 16, 1), "all_equal": np.full(n, 3)}[order]
+    if np.dtype(dtype).kind == "f" or np.iinfo(dtype).max >= n:
+        return base.astype(dtype)
+    return (base % (int(np.iinfo(dtype).max) + 1)).astype(dtype)
+
+
+ORDERS = ["ascending", "descending", "organ_pipe", "pipe_blocks", "sawtooth", "all_equal"]
+
+
+@pytest.mark.parametrize("path,dtype", [(p, np.float32) for p in PATHS]
+                         + [("chunks", d) for d in (np.uint8, np.int64, np.float16)],
+                         ids=lambda v: v if isinstance(v, str) else np.dtype(v).name)
+@pytest.mark.parametrize("order", ORDERS)
+def test_adversarial_orders(ctx, queue, path, order, dtype):
+    """Ordered rows (where a quickselect's pivots remove a key or two per partition): every k
+    from 1 to the row length, both directions, against numpy; the chunked route's buffer
+    refills on almost every key of a rising row."""
+    sel = selector(ctx, path)
+    x = ordered_row(order, dtype, 3000)
+    for k in (1, 10, 1000, 2999, 3000):
+        check_topk(queue, x, k, True, True, selector=sel)
+    for k in (10, 1000):
+        check_topk(queue, x, k, False, False, selector=sel)
+    check_topk(queue, np.stack([x, x[::-1]]), 700, True, True, selector=sel)
+
+
+@pytest.mark.parametrize("path", ["chunks", "default"])
+@pytest.mark.parametrize("order", ORDERS)
+def test_adversarial_orders_medium(ctx, queue, path, order):
+    """Ordered rows of 2^17 keys: with chunks of 300 keys (buffers of 4k refilled; selections of
+    a whole chunk) and the planner's default (one chunk, one selection of the whole row), k up
+    to the chunked route's largest."""
+    sel = selector(ctx, "chunks") if path == "chunks" else clradix.Selector(ctx)
+    x = ordered_row(order, np.float32, 1 << 17)
+    for k in (10, 5000, 1 << 15, 1 << 16):
+        check_topk(queue, x, k, True, True, selector=sel)
+    check_topk(queue, x, 1 << 14, False, True, selector=sel)
+
 # ----------------------------------------------------------------------------- events
 
 
