@@ -1,9 +1,11 @@
-## Top-k on CPU devices: each work-group is one work-item that reads one chunk of one row once.
+## Top-k on CPU devices: each work-group is one work-item that reads one chunk of one row once
+## (twice when a sampled bound proves too tight: sample_bound).
 ##   tc_chunk - work-item (g, row) keeps the best candidates of chunk g of its row in a buffer of
-##              cap >= 2k (key, position) pairs: a key is compared with the chunk's threshold (the k-th
-##              best candidate so far) and dropped unless better; when the buffer fills, a
-##              selection keeps its best k and the threshold rises. It writes its best
-##              min(k, chunk length) candidates, best first, and their count.
+##              cap >= 2k (key, position) pairs: a key is compared with the chunk's threshold
+##              (first a bound from a sample of the chunk, then the k-th best candidate so far)
+##              and dropped unless better; when the buffer fills, a radix selection keeps its
+##              best k and the threshold rises. It writes its best min(k, chunk length)
+##              candidates, best first, and their count.
 ##   tc_merge - one work-item per row: merges the chunks' sorted candidate lists (each best
 ##              first) two by two through a scratch buffer and writes the row's best k: values
 ##              and positions, best first.
@@ -137,6 +139,76 @@ static void sort_pairs(__global KEY_T* k, __global INDEX_T* p, __global KEY_T* s
     }
 }
 
+/* Reads keys [lo, hi) of the row into the buffer (m pairs so far): a key enters unless `full`
+   and its sort key is at least `limit`; a full buffer (cap pairs) keeps its best k, and `limit`
+   becomes the k-th best's key. Returns whether the buffer filled. */
+static int scan_chunk(const __global KEY_T* src, INDEX_T lo, INDEX_T hi, KEY_T flip,
+                      __global KEY_T* buf_k, __global INDEX_T* buf_p, INDEX_T cap, INDEX_T k,
+                      INDEX_T* m_io, KEY_T limit, int full)
+{
+    INDEX_T m = *m_io;
+    int filled = 0;
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T sk = order_key(src[i], flip);
+        if (full && sk >= limit)
+            continue;   /* no better than the k-th so far (a later position loses a tie) */
+        buf_k[m] = sk;
+        buf_p[m] = i;
+        if (++m == cap) {
+            select_best(buf_k, buf_p, m, k);
+            m = k;
+            limit = buf_k[0];   /* the k-th best's key: the largest of the best k */
+            for (INDEX_T j = 1; j < k; ++j)
+                limit = max(limit, buf_k[j]);
+            full = filled = 1;
+        }
+    }
+    *m_io = m;
+    return filled;
+}
+
+/* The scan's first bound, from a sample of the chunk [lo, hi): s = min(cap / 2, len /
+   SAMPLE_EVERY) keys at evenly spaced positions and T, their r-th best sort key, where r is the
+   expected count of samples among the chunk's best k (e = s k / len) plus 4 sqrt(e) + 4. Keys
+   worse than T can be among the chunk's best k only if fewer than k keys are at most T: rare on
+   random keys, and at least r keys are (the samples), so the caller checks the count after the
+   scan and reads the chunk again without the bound when it falls short (at most one more read,
+   whatever the order). On ordered rows the bound keeps the scan from taking nearly every key.
+   Returns 0 (no bound) for chunks of fewer than SAMPLE_MIN samples, when r would be every
+   sample, or when T is the largest sort key; else 1 and *limit = T + 1 (the scan takes keys
+   below it). The buffer holds the sample meanwhile. */
+#define SAMPLE_EVERY 64
+#define SAMPLE_MIN 64
+
+static int sample_bound(const __global KEY_T* src, INDEX_T lo, INDEX_T hi, KEY_T flip,
+                        __global KEY_T* buf_k, __global INDEX_T* buf_p, INDEX_T cap, INDEX_T k,
+                        KEY_T* limit)
+{
+    const INDEX_T len = hi - lo;
+    const INDEX_T s = min(cap / 2, len / SAMPLE_EVERY);
+    if (s < SAMPLE_MIN)
+        return 0;
+    const float e = (float)s * (float)k / (float)len;
+    const float rf = ceil(e + 4.0f * sqrt(e) + 4.0f);
+    if (rf >= (float)s)
+        return 0;
+    const INDEX_T r = (INDEX_T)rf;
+    const INDEX_T step = len / s;
+    for (INDEX_T j = 0; j < s; ++j) {
+        const INDEX_T i = lo + j * step + step / 2;
+        buf_k[j] = order_key(src[i], flip);
+        buf_p[j] = i;
+    }
+    select_best(buf_k, buf_p, s, r);
+    KEY_T t = buf_k[0];
+    for (INDEX_T j = 1; j < r; ++j)
+        t = max(t, buf_k[j]);
+    if (t == (KEY_T)~(KEY_T)0)
+        return 0;
+    *limit = (KEY_T)(t + 1);
+    return 1;
+}
+
 /* chunk g = get_global_id(0) of row get_global_id(1): its best min(k, chunk length) candidates
    (sort keys and positions), best first, at cand_*[(row * groups + g) * k], their count at
    counts[row * groups + g]. buf_*: cap pairs per work-item. The temporaries are parts of one
@@ -161,21 +233,13 @@ __kernel ONE_ITEM void tc_chunk(__global const KEY_T* restrict keys, ulong keys_
     buf_p += item * cap;
     INDEX_T m = 0;
     KEY_T limit = (KEY_T)0;
-    int full = 0;   /* once the buffer filled: only keys below `limit` can enter */
-    for (INDEX_T i = lo; i < hi; ++i) {
-        const KEY_T sk = order_key(src[i], flip);
-        if (full && sk >= limit)
-            continue;   /* no better than the k-th so far (a later position loses a tie) */
-        buf_k[m] = sk;
-        buf_p[m] = i;
-        if (++m == cap) {
-            select_best(buf_k, buf_p, m, k);
-            m = k;
-            limit = buf_k[0];   /* the k-th best's key: the largest of the best k */
-            for (INDEX_T j = 1; j < k; ++j)
-                limit = max(limit, buf_k[j]);
-            full = 1;
-        }
+    const int bounded = sample_bound(src, lo, hi, flip, buf_k, buf_p, cap, k, &limit);
+    if (!scan_chunk(src, lo, hi, flip, buf_k, buf_p, cap, k, &m, limit, bounded)
+        && m < min(k, hi - lo)) {
+        /* fewer than k keys below the sample's bound (only a bounded scan takes fewer than
+           every key before the buffer fills): read the chunk again without it */
+        m = 0;
+        scan_chunk(src, lo, hi, flip, buf_k, buf_p, cap, k, &m, limit, 0);
     }
     const INDEX_T keep = min(k, m);
     cand_k += item * k;

@@ -407,6 +407,20 @@ def test_topk_chunks_ordered_rows(g, dtype):
                                     to_device=g.to_device))
 
 
+def test_topk_chunks_sampled_bound(g, rng):
+    """The chunked top-k's bound from a sample (rows of 2^14 keys: four chunks of 4096, 64
+    samples each): random and rising rows, and a row whose samples beat every other key, so the
+    bound is too tight and each chunk is read again without it."""
+    if not g.context.devices[0].type & cl.device_type.CPU:
+        pytest.skip("the chunked top-k is the CPUs' route")
+    sel = clradix.Selector(g.context)
+    tight = np.zeros(1 << 14, np.float32)
+    tight[32::64] = 1
+    for row, k in ((float_specials(rng, np.float32, 1 << 14), 7),
+                   (np.arange(1 << 14, dtype=np.float32), 7), (tight, 100)):
+        g.keep(*conftest.check_topk(g.queue, row, k, selector=sel, to_device=g.to_device))
+
+
 @pytest.mark.parametrize("rows", [1, 3])
 def test_topk_global_sort_route(g_without_uninitialized, rng, rows):
     """k above the local-memory sort: the selected pairs are ordered by radix sorts, then gathered

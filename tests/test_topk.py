@@ -619,6 +619,20 @@ def test_adversarial_orders_medium(ctx, queue, path, order):
         check_topk(queue, x, k, True, True, selector=sel)
     check_topk(queue, x, 1 << 14, False, True, selector=sel)
 
+
+def test_chunks_sample_bound_too_tight(ctx, queue):
+    """The chunked route's sampled bound (one key every 64 of a chunk, centred) taken only from
+    keys that beat every other: fewer than k keys of the chunk pass it, so the chunk is read again
+    without it. A row of 2^16 keys is one chunk by default; its 1024 samples are its only ones."""
+    if not ctx.devices[0].type & cl.device_type.CPU:
+        pytest.skip("the chunked top-k is the CPUs' route")
+    sel = clradix.Selector(ctx)
+    x = np.zeros(1 << 16, np.float32)
+    x[32::64] = 1
+    for k in (5000, 1 << 15):
+        check_topk(queue, x, k, True, True, selector=sel)
+        check_topk(queue, -x, k, False, True, selector=sel)
+
 # ----------------------------------------------------------------------------- events
 
 
