@@ -38,7 +38,7 @@ RING = dict(ring_slots=24, lookback=8)
 def _cases():
     """(name, Sorter keywords) of one run, before the ranking back-ends are known."""
     yield "ring", dict(RING)
-    yield "tail-guard", dict(ring_slots=12, lookback=4, tail_bits=2, ring_guard="tail")
+    yield "small-ring", dict(ring_slots=12, lookback=4)
     yield "fallback", dict(RING, force_fallback=True)
 
 

@@ -1,5 +1,6 @@
 ## Onesweep LSD radix sort (Adinets & Merrill), with a constant-size status ring and fallback.
-##   os_histogram - persistent work-groups count every digit of every pass in one read of the keys
+##   os_histogram - work-groups in a grid-stride loop count every digit of every pass in one read
+##                  of the keys
 ##   os_bins      - one work-group per pass: exclusive scan of that pass's digit counts
 ##   os_pass      - one launch per digit pass (and per portion of at most 2**28 keys): tiles take
 ##                  their id from an atomic counter, count their digits and publish the counts,
@@ -10,10 +11,7 @@
 ##                  and write the keys out, coalesced. Its steps are functions, in this order:
 ##                  take_tile, load_keys, count_digits, claim_slot, publish (the counts),
 ##                  rank_keys, rake_scan_counts, scatter_to_local, look_back, publish_prefix,
-##                  release_slot, scatter_keys, scatter_values. Two schedules of these steps
-##                  (early_counts, ranked_counts: see `lean` below), and two ways to hand out
-##                  tiles: one per work-group, or `persistent` work-groups that loop over tiles
-##                  and load the next tile's keys while they look back for the current one.
+##                  release_slot, scatter_keys, scatter_values.
 ##   os_small     - a whole sort of at most one tile by one work-group: os_pass's ranking and
 ##                  placement in local memory for every digit, then one write.
 ##
@@ -25,11 +23,9 @@
 ## [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
 ## The ring: tile t uses slot t % RING. A tile looks back at most LOOKBACK tiles through the ring
 ## (beyond that it recomputes counts from keys), and may only claim its slot once every tile that
-## could still read the slot's previous owner is done: tail >= t - RING + LOOKBACK + 1, where tail
-## counts the tiles, from the first on, that have finished their look-back (seed 001). Instead of
-## the seed's in-order spinning increment, a tile marks itself done in a ring of done words and
-## then advances the tail over every consecutive done tile with compare-and-swap: nobody waits,
-## and the tail is exact.
+## could still read the slot's previous owner has finished its look-back: tiles t - RING to
+## t - RING + LOOKBACK. A tile marks itself done in a ring of done words (done[t % RING] = t + 1,
+## which only grows), and a claimant reads those words.
 ## Two rings: launch k (a pass, or a portion of one) reads ring k % 2 and zeroes the part of the
 ## other ring that launch k + 1 will use; os_histogram zeroes ring 0 for the first launch.
 ## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
@@ -49,7 +45,7 @@
     MAXP = -(-key_bits // radix_bits)
     iota_ok = value_t in ("uint", "ulong")
     assert wg % sg_size == 0 and sg_size <= 32
-    assert lookback + (1 << tail_bits) <= ring, "the ring must outrun look-back and tail slack"
+    assert lookback + 1 <= ring, "the ring must outrun the look-back"
     key_bytes = key_bits // 8
     hv = 16 // key_bytes  # keys per 16-byte load in os_histogram
     # the staging area: a tile of keys, then of values; os_fused's histogram work-groups also
@@ -60,12 +56,6 @@
     # only take longer to compile them
     unroll = "    #pragma unroll" if backend == "ptx" else ""
     assert TILE < 1 << 16, "a key's rank shares a 32-bit word with its digit"
-    # the order of a tile's steps (SortPolicy.tile_schedule): "early_counts" counts the digits in
-    # a step of their own and publishes them before the ranking (17 barriers a tile);
-    # "ranked_counts" takes the counts from the ranking's subgroup counters and publishes them
-    # before the scan, with one-barrier group votes (7 barriers a tile)
-    assert schedule in ("early_counts", "ranked_counts")
-    lean = schedule == "ranked_counts"
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -85,10 +75,9 @@ ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bi
 #define RING ${ring}
 #define LOOKBACK ${lookback}
 #define SPIN_LIMIT ${spin_limit}
-/* words of one ring: RING x RADIX status words, RING done words, 2 counters */
-#define RING_WORDS (RING * RADIX + RING + 2)
+/* words of one ring: RING x RADIX status words, RING done words, the tile counter */
+#define RING_WORDS (RING * RADIX + RING + 1)
 #define LB_WIN 8
-#define TAIL_MASK (0xffffffffu << ${tail_bits})
 #define FLAG_AGG 0x40000000u
 #define FLAG_PREFIX 0x80000000u
 #define FLAG_MASK 0xc0000000u
@@ -112,39 +101,15 @@ ${common.rake_scan_fn("rake_scan_index", "INDEX_T", "__global", "wg_scan_index")
 ${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
                       at="(x % NW) * RADIX + x / NW")}
 ${common.wg_any_fn()}
-% if lean:
-/* Whether any work-item of the work-group passes a non-zero `mine`, with one barrier: three flag
-   words taken in turn (*round, uniform in the work-group). The call on word r zeroes word r + 1
-   for the next call; that word was last read by the call two before, which every work-item left
-   before the barrier of the call before this one. flags[0] is zeroed before the kernel's first
-   barrier (tile_locals). */
-static inline uint group_any(__local uint* flags, __private uint* round, uint mine)
-{
-    const uint r = *round;
-    const uint next = r == 2u ? 0u : r + 1u;
-    *round = next;
-    if (get_local_id(0) == 0)
-        flags[next] = 0;
-    if (mine)
-        atomic_or(&flags[r], 1u);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return flags[r];
-}
-% else:
-static inline uint group_any(__local uint* flags, __private uint* round, uint mine)
-{
-    return wg_any(flags, mine);
-}
-% endif
 ${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
 
 /* Zero what the first `slots` tiles of a launch use in `ring` (their status and done words, and
-   the counters), spread over `groups` work-groups (this one is `group`). There are two rings: each os_pass
+   the tile counter), spread over `groups` work-groups (this one is `group`). There are two rings: each os_pass
    launch uses one and zeroes the other for the next launch, and os_histogram zeroes the first,
    so that no launch of the sort needs a separate fill. */
 static inline void clear_ring(__global uint* ring, uint slots, uint group, uint groups)
 {
-    const uint words = slots * (RADIX + 1) + 2;
+    const uint words = slots * (RADIX + 1) + 1;
     const uint per = (words + groups - 1) / groups;
     const uint b = group * per;
     const uint e = min(b + per, words);
@@ -321,27 +286,6 @@ ${unroll}
     }
 }
 
-/* load_keys in two steps, for a persistent os_pass: the keys (0 for padding), then, when the
-   tile starts, their digits */
-static inline void load_tile_keys(__private KEY_T k[IPT], __global const KEY_T* keys_in,
-                                  uint base, uint valid, uint w, uint lane)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = w * SG * IPT + i * SG + lane;
-        k[i] = j < valid ? keys_in[base + j] : (KEY_T)0;
-    }
-}
-static inline void key_digits(__private uint dig[IPT], __private const KEY_T k[IPT], uint valid,
-                              uint shift, uint digit_mask, KEY_T flip, uint w, uint lane)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = w * SG * IPT + i * SG + lane;
-        dig[i] = j < valid ? digit_of(k[i], shift, digit_mask, flip) : RADIX;
-    }
-}
-
 /* early counts: the tile's digit histogram in ltotal, published before the ranking so that
    successors find this tile's counts (and prefix) sooner */
 static inline void count_digits(__private const uint dig[IPT], __local uint* ltotal, uint lid)
@@ -367,18 +311,9 @@ ${unroll}
    is bounded (spin limit, then fallback) and its own claim waits only for tiles with still
    smaller ids; tiles below RING claim nothing. By induction on the tile id every claim ends.
    (It relies on the counter starting at 0 in every launch: the launch before clears it.) */
-static inline void claim_slot(uint t, __global volatile uint* done,
-                              __global volatile uint* counters, __local uint* lflag,
-                              __private uint* anyr, uint lid)
+static inline void claim_slot(uint t, __global volatile uint* done, __local uint* lflag,
+                              uint lid)
 {
-% if ring_guard == "tail":
-    if (lid == 0 && t + LOOKBACK + 1 > RING) {
-        /* tail counts the tiles, from the first on, that are done: tiles 0 .. t - RING +
-           LOOKBACK (which include the owner t - RING) */
-        while ((status_load(&counters[1]) & TAIL_MASK) + RING < t + LOOKBACK + 1)
-            ;
-    }
-% else:
     if (t >= RING) {
 % if serial_claim:
         /* one work-item waits for every done word in turn: on oclgrind 21.10 a wait shared by
@@ -388,12 +323,6 @@ static inline void claim_slot(uint t, __global volatile uint* done,
             for (uint x = t - RING; x <= t - RING + LOOKBACK; ++x)
                 while (status_load(&done[x % RING]) < x + 1)
                     ;
-% elif lean:
-        /* each work-item waits for its own done words: no agreement, no barrier (the caller's
-           barrier orders every wait before the counts are published) */
-        for (uint x = t - RING + lid; x <= t - RING + LOOKBACK; x += WG)
-            while (status_load(&done[x % RING]) < x + 1)
-                ;
 % else:
         /* the work-group checks the done words together, a round at a time (H100: a loop in
            which each work-item waits for its own words on its own took 5 % longer at 2^28) */
@@ -402,15 +331,12 @@ static inline void claim_slot(uint t, __global volatile uint* done,
             for (uint x = t - RING + lid; x <= t - RING + LOOKBACK; x += WG)
                 if (status_load(&done[x % RING]) < x + 1)
                     busy = 1;
-            if (!group_any(lflag, anyr, busy))
+            if (!wg_any(lflag, busy))
                 break;
         }
 % endif
     }
-% endif
-% if not lean:
     barrier(CLK_LOCAL_MEM_FENCE);
-% endif
 }
 
 /* the tile's word of every digit in its slot: `flag` | epoch | its count (or its prefix) */
@@ -419,18 +345,6 @@ static inline void publish(__global volatile uint* status, uint slot, uint flag,
 {
     for (uint d = lid; d < RADIX; d += WG)
         status_store(&status[slot + d], flag | epoch | counts[d]);
-}
-
-/* ranked_counts: the tile's digit histogram, ltotal[d], summed from the subgroups' counters
-   after the ranking (each work-item its own digits: the same ones it publishes and scans) */
-static inline void subgroup_totals(__local const uint* lcount, __local uint* ltotal, uint lid)
-{
-    for (uint d = lid; d < RADIX; d += WG) {
-        uint sum = 0;
-        for (uint w = 0; w < NW; ++w)
-            sum += lcount[w * RADIX + d];
-        ltotal[d] = sum;
-    }
 }
 
 /* rank inside the subgroup: peers with the same digit, in lane order within each round; the rank
@@ -584,7 +498,7 @@ static inline uint add_predecessor(__private const uint words[DPI], __local uint
 static inline void look_back(__global volatile uint* status, uint t, __global const KEY_T* keys,
                              uint portion_len, uint shift, uint digit_mask, KEY_T flip,
                              __local uint* lprefix, __local uint* lfb, __local uint* lflag,
-                             __private uint* anyr, uint lid)
+                             uint lid)
 {
     uint slow = 0;
     for (uint d = lid; d < RADIX; d += WG) {
@@ -593,7 +507,7 @@ static inline void look_back(__global volatile uint* status, uint t, __global co
         if (!p)
             slow = 1;
     }
-    if (!group_any(lflag, anyr, slow))
+    if (!wg_any(lflag, slow))
         return;
     uint u = t - 1;
     uint dist = 1;
@@ -601,14 +515,14 @@ static inline void look_back(__global volatile uint* status, uint t, __global co
     for (;;) {
         const int ring_ok = ${'0' if force_fallback else 'dist <= LOOKBACK'};
         uint words[DPI];
-        if (group_any(lflag, anyr, read_predecessor(words, status, u, dist, ring_ok, lprefix, lid))) {
+        if (wg_any(lflag, read_predecessor(words, status, u, dist, ring_ok, lprefix, lid))) {
             if (ring_ok && ++spins < SPIN_LIMIT)
                 continue;  /* spin on the same predecessor */
             fallback_counts(words, status, u, dist, keys, portion_len, shift, digit_mask, flip,
                             lfb, lid);
         }
         spins = 0;
-        if (!group_any(lflag, anyr, add_predecessor(words, lprefix, lid)) || u == 0)
+        if (!wg_any(lflag, add_predecessor(words, lprefix, lid)) || u == 0)
             break;
         --u;
         ++dist;
@@ -616,23 +530,16 @@ static inline void look_back(__global volatile uint* status, uint t, __global co
 }
 
 /* publish the tile's inclusive prefix (tile 0 did with its counts); lprefix[d] becomes the
-   exclusive prefix; the last tile writes the next portion's digit starts. ranked_counts: every
-   digit's table entries belong to one work-item from the look-back on, so no barrier comes first,
-   and lbase[d] (scatter_keys' output offsets) is computed here */
+   exclusive prefix; the last tile writes the next portion's digit starts */
 static inline void publish_prefix(__global volatile uint* status, uint slot, uint t, uint epoch,
                                   uint last, __local uint* lprefix, __local const uint* ltotal,
                                   __local const INDEX_T* lbins, __global INDEX_T* bins_out,
-                                  __local INDEX_T* lbase, __local const uint* lcount, uint lid)
+                                  uint lid)
 {
-% if not lean:
     barrier(CLK_LOCAL_MEM_FENCE);
-% endif
     for (uint d = lid; d < RADIX; d += WG) {
         const uint excl = lprefix[d] & VALUE_MASK;
         lprefix[d] = excl;
-% if lean:
-        lbase[d] = lbins[d] + excl - lcount[d];  /* lcount[d]: subgroup 0's start */
-% endif
         if (t > 0)
             status_store(&status[slot + d], FLAG_PREFIX | epoch | (excl + ltotal[d]));
         if (last)
@@ -641,40 +548,27 @@ static inline void publish_prefix(__global volatile uint* status, uint slot, uin
 }
 
 /* this tile is done with the ring (its reads of it are consumed: a local barrier suffices) */
-static inline void release_slot(uint t, __global volatile uint* done,
-                                __global volatile uint* counters, uint lid)
+static inline void release_slot(uint t, __global volatile uint* done, uint lid)
 {
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-% if ring_guard == "tail":
-        /* seed 001: advance the tail in tile order, except for its low TAIL_BITS bits. The wait
-           ends for the reason the claim's does: the tiles it waits for have smaller ids, so they
-           have started, and each reaches this point in bounded steps. */
-        while ((status_load(&counters[1]) & TAIL_MASK) != (t & TAIL_MASK))
-            ;
-        atomic_inc(&counters[1]);
-% else:
-        /* done words only grow (atomic_max): a slot's done word never goes back to an earlier
-           owner's id, whatever the order of the stores */
+    /* done words only grow (atomic_max): a slot's done word never goes back to an earlier
+       owner's id, whatever the order of the stores */
+    if (lid == 0)
         atomic_max(&done[t % RING], t + 1);
-% endif
-    }
 }
 
 /* scatter out: lbase[d] = where digit d's keys of the tile start in the output, less their first
-   local position (ranked_counts: publish_prefix computed it, before release_slot's barrier); the
-   keys go out from local memory, coalesced; dj[i] is the digit of local position i * WG + lid */
+   local position; the keys go out from local memory, coalesced; dj[i] is the digit of local
+   position i * WG + lid */
 static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lkeys,
                                 __global KEY_T* keys_out, uint write_keys, uint valid,
                                 __local INDEX_T* lbase, __local const INDEX_T* lbins,
                                 __local const uint* lprefix, __local const uint* lcount,
                                 __local const uchar* ldig, uint lid)
 {
-% if not lean:
     for (uint d = lid; d < RADIX; d += WG)
         lbase[d] = lbins[d] + lprefix[d] - lcount[d];  /* lcount[d]: subgroup 0's start */
     barrier(CLK_LOCAL_MEM_FENCE);
-% endif
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
@@ -721,7 +615,7 @@ ${unroll}
 
 ## The local memory and the steps of one tile of a digit pass, shared by os_pass and os_fused.
 ## The steps expect: t (the tile), keys_in (the portion's first key), keys_out, portion_start,
-## portion_len, shift, digit_mask, flip, write_keys, status/done/counters (the pass's ring),
+## portion_len, shift, digit_mask, flip, write_keys, status and done (the pass's ring),
 ## bins_out; with values vals_src (the portion's first value), vals_dst, vals_iota_now.
 <%def name="tile_locals()">
     __local ulong2 lraw[${(raw_bytes + 15) // 16}];
@@ -734,64 +628,36 @@ ${unroll}
     __local INDEX_T lbase[RADIX];
     __local INDEX_T lbins[RADIX];
     __local uint ltile;
-    __local uint lflags[3];   /* group_any's words */
+    __local uint lflags[2];   /* [0] wg_any's word, [1] os_fused's last histogram group */
     __local uchar ldig[TILE];
     __local KEY_T* lkeys = (__local KEY_T*)lraw;
     const uint lid = get_local_id(0);
     const uint lane = sg_lane();
     const uint w = sg_id();
-    uint anyr = 0;            /* group_any's turn */
-    if (lid == 0)
-        lflags[0] = 0;
 </%def>
-<%def name="tile_steps(prefetch=False)">
+<%def name="tile_steps()">
     const uint base = t * TILE;
     const uint valid = min((uint)TILE, portion_len - base);
     const uint slot = (t % RING) * RADIX;
     const uint epoch = status_epoch(t);
     uint dig[IPT];
-% if not prefetch:
     KEY_T k[IPT];
     load_keys(k, dig, keys_in, base, valid, shift, digit_mask, flip, w, lane);
-% else:
-    key_digits(dig, k, valid, shift, digit_mask, flip, w, lane);
-% endif
-% if not lean:
-    /* early_counts: the tile's counts, in a step of their own, published before the ranking */
+    /* the tile's counts, in a step of their own, published before the ranking */
     count_digits(dig, ltotal, lid);
-    claim_slot(t, done, counters, lflags, &anyr, lid);
+    claim_slot(t, done, lflags, lid);
     publish(status, slot, t == 0 ? FLAG_PREFIX : FLAG_AGG, epoch, ltotal, lid);
     rank_keys(dig, lcount, lsg, w, lane, 1);
-% else:
-    /* ranked_counts: the ranking's subgroup counters give the counts, published before the scan;
-       each work-item waits for its share of the slot's claim after its ranking rounds (ptxas
-       could not allocate registers for the wait's loop just before the rounds' warp votes), and
-       one barrier ends both */
-    rank_keys(dig, lcount, lsg, w, lane, 0);
-    claim_slot(t, done, counters, lflags, &anyr, lid);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    subgroup_totals(lcount, ltotal, lid);
-    publish(status, slot, t == 0 ? FLAG_PREFIX : FLAG_AGG, epoch, ltotal, lid);
-% endif
     /* combine subgroups: exclusive scan over (digit, subgroup), digit-major */
     rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
     uint dest[IPT];
     scatter_to_local(dest, dig, k, lcount, lkeys, ldig, w);
-% if prefetch:
-    /* the next tile's keys are loaded now, in flight through the look-back (k is free: this
-       tile's keys are in local memory); their digits are taken when the tile starts */
-    const uint t_next = lnext;
-    if (t_next < tiles)
-        load_tile_keys(k, keys_in, t_next * TILE, min((uint)TILE, portion_len - t_next * TILE),
-                       w, lane);
-% endif
     look_back(status, t, keys_in, portion_len, shift, digit_mask, flip, lprefix, lfb, lflags,
-              &anyr, lid);
+              lid);
     const uint last = t == (portion_len + TILE - 1) / TILE - 1;
-    publish_prefix(status, slot, t, epoch, last, lprefix, ltotal, lbins, bins_out, lbase, lcount,
-                   lid);
-    release_slot(t, done, counters, lid);
+    publish_prefix(status, slot, t, epoch, last, lprefix, ltotal, lbins, bins_out, lid);
+    release_slot(t, done, lid);
 
     uint dj[IPT];
     scatter_keys(dj, lkeys, keys_out, write_keys, valid, lbase, lbins, lprefix, lcount, ldig,
@@ -803,11 +669,7 @@ ${unroll}
 </%def>
 % if not fused:
 
-/* One digit pass over one portion, in the steps above: a tile per work-group, or (persistent)
-   tiles taken in turn by each of fewer work-groups, which take their next tile's id when they start
-   a tile and load its keys during the look-back. A work-group holding a next tile finishes its
-   current one first, which waits only for smaller ids: the forward-progress argument of the
-   claim and the look-back holds tile by tile. */
+/* One digit pass over one portion, in the steps above: a tile per work-group. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
 void os_pass(${common.stream_params(value_t, 13) | trim}
              __global volatile uint* restrict rings, uint ring, uint clear_slots,
@@ -819,7 +681,7 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
 ${tile_locals()}
     __global volatile uint* status = rings + ring * RING_WORDS;
     __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
-    __global volatile uint* counters = done + RING;        /* [0] tile ids, [1] tail */
+    __global volatile uint* counters = done + RING;        /* [0] tile ids */
     keys_in += keys_in_off + portion_start;
     keys_out += keys_out_off;
     bins_out += bins_off;
@@ -832,30 +694,8 @@ ${tile_locals()}
     /* the other ring is not read in this launch: zero it for the next one */
     clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots,
                get_group_id(0), get_num_groups(0));
-% if not persistent:
     const uint t = take_tile(counters, &ltile, lcount, bins_in + bins_off, lbins, lid);
 ${tile_steps()}
-% else:
-    __local uint lnext;
-    const uint tiles = (portion_len + TILE - 1) / TILE;
-    uint t = take_tile(counters, &ltile, lcount, bins_in + bins_off, lbins, lid);
-    KEY_T k[IPT];
-    if (t < tiles)
-        load_tile_keys(k, keys_in, t * TILE, min((uint)TILE, portion_len - t * TILE), w, lane);
-    while (t < tiles) {
-        if (lid == 0)
-            lnext = atomic_inc(&counters[0]);   /* read after the ranking's barrier */
-        {
-${tile_steps(prefetch=True)}
-        }
-        t = lnext;
-        /* the next tile's counters (this tile's last reads of them were before the barrier in
-           release_slot) */
-        for (uint e = lid; e < NW * RADIX; e += WG)
-            lcount[e] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-% endif
 }
 % else:
 
@@ -993,7 +833,6 @@ ${tile_locals()}
         __global INDEX_T* bins_out = bins + (passes + p) * RADIX;   /* (read by no one) */
         __global volatile uint* status = rings + p * RING_WORDS;
         __global volatile uint* done = status + RING * RADIX;
-        __global volatile uint* counters = done + RING;
 ${tile_steps()}
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         if (lid == 0)

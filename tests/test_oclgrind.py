@@ -314,15 +314,8 @@ ONESWEEP_CASES = {
     "force-fallback": dict(force_fallback=True),
     # look-back falls back at once on a predecessor that has not published
     "spin-limit-1": dict(spin_limit=1),
-    # the in-order tail counter, instead of done words, guards the ring slots
-    "tail-guard": dict(ring_guard="tail", tail_bits=1, ring_slots=4, lookback=2),
     # a look-back of one tile (only a predecessor's inclusive prefix will do), a ring of 2
     "lookback-1": dict(ring_slots=2, lookback=1),
-    # the other pass designs: counts from the ranking with one-barrier votes (the races to look
-    # for: the three flag words in turn, the claim without a group vote); a persistent group
-    # looping over the tiles with look-backs that give up at once
-    "ranked-counts": dict(tile_schedule="ranked_counts"),
-    "ranked-persistent": dict(tile_schedule="ranked_counts", persistent=1, spin_limit=1),
 }
 
 
@@ -340,12 +333,9 @@ def test_onesweep(g, rng, ranking, case):
                                          **ONESWEEP_CASES[case]))
 
 
-@pytest.mark.parametrize("ring", [dict(ring_slots=5, lookback=2),
-                                  dict(ring_slots=6, lookback=2, ring_guard="tail", tail_bits=2)],
-                         ids=["flags", "tail"])
-def test_onesweep_ring_not_a_power_of_two(g_without_uninitialized, rng, ring):
+def test_onesweep_ring_not_a_power_of_two(g_without_uninitialized, rng):
     g = g_without_uninitialized
-    _onesweep_case(g, rng, _onesweep(g, "local", radix_bits=8, **ring))
+    _onesweep_case(g, rng, _onesweep(g, "local", radix_bits=8, ring_slots=5, lookback=2))
 
 
 def test_onesweep_portions(g, rng, monkeypatch):

@@ -72,13 +72,13 @@ def test_forced_fallback(ctx, queue, rng, ranking):
             check_sort(queue, sorter, float_specials(rng, dtype, n), "pairs")
 
 
-@pytest.mark.parametrize("guard,dtype,ring", [
-    ("flags", np.uint32, dict(radix_bits=8, **SMALL_RING)),   # as test_dtypes_and_sizes builds
-    ("tail", np.int64, dict(ring_slots=12, lookback=4, tail_bits=2))], ids=["flags", "tail"])
-def test_ring_guards(ctx, queue, rng, guard, dtype, ring):
-    """Both ways of knowing a ring slot is free keep results exact while the ring wraps (120
-    tiles: 5 times round a ring of 24, 10 times round a ring of 12)."""
-    sorter = make(ctx, "local", ring_guard=guard, **ring)
+@pytest.mark.parametrize("dtype,ring", [
+    (np.uint32, dict(radix_bits=8, **SMALL_RING)),   # as test_dtypes_and_sizes builds
+    (np.int64, dict(ring_slots=12, lookback=4))], ids=["ring-24", "ring-12"])
+def test_ring_wraps(ctx, queue, rng, dtype, ring):
+    """The done words keep results exact while the ring wraps (120 tiles: 5 times round a ring
+    of 24, 10 times round a ring of 12)."""
+    sorter = make(ctx, "local", **ring)
     check_sort(queue, sorter, float_specials(rng, dtype, 120 * TILE + 9), "pairs")
 
 
@@ -234,78 +234,28 @@ def test_fused_refuses_a_ring_that_would_wrap(ctx, queue, rng):
     assert pol.fused_passes and pol.ring_slots >= 5000
 
 
-# ------------------------------------------------- pass designs: tile schedules, persistent groups
+# ------------------------------------------------- the ring's hard cases
 
-# (tile_schedule, persistent): the steps of a tile in CUB's order (counts from the ranking,
-# one-barrier votes), work-groups that loop over the tiles and load the next one's keys during the
-# look-back, and both together; today's early_counts one-tile-per-group design is every other
-# test's.
-DESIGNS = [("ranked_counts", 0), ("early_counts", 1), ("ranked_counts", 2)]
-DESIGN_IDS = [f"{s}-p{p}" for s, p in DESIGNS]
-# the ring's hard cases: wrapping (SMALL_RING), every look-back falling back, a look-back that
-# gives up after one spin, and the in-order tail guard
+# wrapping (SMALL_RING), every look-back falling back, a look-back that gives up after one spin,
+# and a small ring wrapped ten times
 RING_CASES = [dict(SMALL_RING), dict(SMALL_RING, force_fallback=True),
-              dict(SMALL_RING, spin_limit=1),
-              dict(ring_guard="tail", ring_slots=12, lookback=4, tail_bits=2)]
+              dict(SMALL_RING, spin_limit=1), dict(ring_slots=12, lookback=4)]
 
 
-def needs_design(ctx, persistent):
-    """Skip a persistent design where it is refused (PoCL: test_pass_design_refusals checks)."""
-    if persistent and fused_unreliable(DeviceProfile.from_device(ctx.devices[0])):
-        pytest.skip("persistent work-groups are refused on this device")
-
-
-@pytest.mark.parametrize("schedule,persistent", DESIGNS, ids=DESIGN_IDS)
-def test_pass_designs(ctx, queue, rng, schedule, persistent):
+def test_ring_cases(ctx, queue, rng):
     """Every ranking back-end of the device through every ring case, both radix widths that
     change the digit tables' ownership (256 digits over 64 work-items, 16 digits), keys, pairs
     and argsort, descending, small sizes and a bit range: exact and stable."""
-    needs_design(ctx, persistent)
-    design = dict(tile_schedule=schedule, persistent=persistent, fused_passes=False)
+    per_pass = dict(fused_passes=False)
     for ranking in backends(ctx):
         for case in RING_CASES:
-            sorter = make(ctx, ranking, radix_bits=8, **design, **case)
+            sorter = make(ctx, ranking, radix_bits=8, **per_pass, **case)
             check_sort(queue, sorter, float_specials(rng, np.uint64, 40 * TILE + 3), "argsort",
                        descending=True)
-        sorter = make(ctx, ranking, radix_bits=4, **design, **RING_CASES[2])
+        sorter = make(ctx, ranking, radix_bits=4, **per_pass, **RING_CASES[2])
         check_sort(queue, sorter, float_specials(rng, np.float32, 29 * TILE + 7), "pairs")
-        sorter = make(ctx, ranking, **design, **SMALL_RING)
+        sorter = make(ctx, ranking, **per_pass, **SMALL_RING)
         for n in (0, 1, WG + 1, TILE - 1, TILE + 1, 31 * TILE):
             check_sort(queue, sorter, float_specials(rng, np.int16, n), "pairs")
         check_sort(queue, sorter, uniform(rng, np.uint32, 17 * TILE + 2), "keys",
                    begin_bit=3, end_bit=17)
-
-
-@pytest.mark.parametrize("schedule,persistent", DESIGNS, ids=DESIGN_IDS)
-def test_pass_designs_portions(ctx, queue, rng, monkeypatch, schedule, persistent):
-    """Several launches per pass (as from 2**28 keys on): each persistent launch starts its
-    tile counter afresh."""
-    needs_design(ctx, persistent)
-    monkeypatch.setattr(onesweep, "PORTION", 5 * TILE + 3)
-    sorter = make(ctx, "local", tile_schedule=schedule, persistent=persistent,
-                  fused_passes=False, **SMALL_RING)
-    for dtype in (np.uint32, np.float64):
-        check_sort(queue, sorter, float_specials(rng, dtype, 23 * TILE + 1), "pairs")
-
-
-def test_pass_design_refusals(ctx, queue, rng):
-    """A persistent os_pass and the one-launch os_fused exclude each other; an unknown schedule
-    and a negative count are refused, naming the field; so is a persistent pass on PoCL. Nothing
-    is written before a refusal."""
-    import pyopencl.array as cl_array
-    keys = uniform(rng, np.uint32, 5000)
-    d = cl_array.to_device(queue, keys)
-    with pytest.raises(ValueError, match="tile_schedule"):
-        make(ctx, "local", tile_schedule="late")
-    with pytest.raises(clradix.PolicyError, match="persistent=-1"):
-        make(ctx, "local", persistent=-1).sort(queue, d)
-    if fused_unreliable(DeviceProfile.from_device(ctx.devices[0])):
-        with pytest.raises(clradix.PolicyError, match="persistent work-groups are refused"):
-            make(ctx, "local", persistent=2).sort(queue, d)
-    else:
-        with pytest.raises(clradix.PolicyError, match="persistent work-groups"):
-            make(ctx, "local", persistent=2, fused_passes=True).sort(queue, d)
-    assert np.array_equal(d.get(), keys)
-    # the planner's one-launch choice (NVIDIA, small n) gives way to an explicit persistent=
-    pol = make(ctx, "local", persistent=2).plan(ctx.devices[0], np.uint32, 5000)
-    assert pol.persistent == 2 and not pol.fused_passes

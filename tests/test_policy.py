@@ -136,8 +136,6 @@ BAD_OVERRIDES = [
     (dict(algorithm=1), TypeError, "algorithm=1 (int): algorithm takes one of"),
     (dict(ranking="cuda"), ValueError, "ranking='cuda' (str): ranking takes one of 'local', "
                                        "'ptx', 'khr', 'intel'"),
-    (dict(ring_guard="lock"), ValueError, "ring_guard='lock' (str): ring_guard takes one of "
-                                          "'flags', 'tail'"),
     (dict(force_fallback=1), TypeError, "force_fallback=1 (int): force_fallback takes True or "
                                         "False"),
 ]
@@ -157,7 +155,7 @@ def test_override_of_the_wrong_type_or_value_is_refused(override, exc, msg):
 
 def test_overrides_of_the_right_type_pass():
     check_overrides(dict(wg_size=np.int64(128), items_per_thread=8, algorithm="onesweep",
-                         ranking="local", ring_guard="tail", force_fallback=True))
+                         ranking="local", force_fallback=True))
     check_overrides({name: None for name in SortPolicy.__dataclass_fields__})
     with pytest.raises(TypeError, match="unknown policy override.*: bogus"):
         check_overrides(dict(bogus=None))
@@ -182,13 +180,11 @@ def test_out_of_range_override_is_a_policy_error(override, msg):
 
 
 @pytest.mark.parametrize("pol,msg", [
-    (SortPolicy("onesweep", 8, 256, 4, ring_guard="tail", tail_bits=-1),
-     "tail_bits=-1 must be from 0 to 31"),
     (SortPolicy("onesweep", 8, 256, 4, spin_limit=-1), "spin_limit=-1 must be at least 0"),
     (SortPolicy("onesweep", 4, 256, 256, sg_size=32),
      "onesweep's tile of 65536 keys (wg_size x items_per_thread) must be below 65536"),
     (SortPolicy("reduce_then_scan", 8, 256, 4, max_registers=-1), "max_registers=-1 must be 0"),
-], ids=["tail_bits=-1", "spin_limit=-1", "onesweep tile 65536", "max_registers=-1"])
+], ids=["spin_limit=-1", "onesweep tile 65536", "max_registers=-1"])
 def test_validation_names_every_out_of_range_field(pol, msg):
     """validate refuses these with a PolicyError (before: a raw error, or a kernel that fails to
     render or run)."""

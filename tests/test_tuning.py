@@ -159,9 +159,9 @@ BAD_CACHES = {
     # well typed, out of range: skipped when planned (validate)
     "radix_bits 3": (lambda prof: _entries(prof, **{"uint32:10": dict(_GOOD, radix_bits=3)}),
                      r"ignoring the tuned policy uint32:10 .*radix_bits=3 is not supported"),
-    "tail_bits -1": (lambda prof: _entries(prof, **{"uint32:10": dict(
-        _GOOD, algorithm="onesweep", ranking="local", ring_guard="tail", tail_bits=-1)}),
-        r"ignoring the tuned policy uint32:10 .*tail_bits=-1"),
+    "spin_limit -1": (lambda prof: _entries(prof, **{"uint32:10": dict(
+        _GOOD, algorithm="onesweep", ranking="local", spin_limit=-1)}),
+        r"ignoring the tuned policy uint32:10 .*spin_limit=-1"),
     "onesweep tile 65536": (lambda prof: _entries(prof, **{"uint32:10": dict(
         _GOOD, algorithm="onesweep", ranking="local", wg_size=256, items_per_thread=256)}),
         r"ignoring the tuned policy uint32:10 "),

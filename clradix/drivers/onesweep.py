@@ -3,7 +3,7 @@
 One histogram kernel reads the keys once for every pass; one small scan turns the counts into
 digit starts; then one kernel launch per digit pass (and per portion of at most 2**28 keys, because
 look-back words hold 29-bit counts). Temporary memory beyond the ping-pong buffers is constant: two
-status rings (ring_slots x (2**radix_bits + 1) + 2 words each) and three small digit tables. A
+status rings (ring_slots x (2**radix_bits + 1) + 1 words each) and three small digit tables. A
 launch reads one ring and zeroes the other for the next launch, so the sort enqueues no fills
 beyond the histogram's.
 """
@@ -40,8 +40,9 @@ class Onesweep(DigitPasses):
 
     @staticmethod
     def status_bytes(policy):
-        """Two rings (status and done words, counters): a launch uses one, zeroes the other."""
-        return 2 * (policy.ring_slots * (policy.radix + 1) + 2) * 4
+        """Two rings (status and done words, the tile counter): a launch uses one, zeroes the
+        other."""
+        return 2 * (policy.ring_slots * (policy.radix + 1) + 1) * 4
 
     @classmethod
     def extra_bytes(cls, policy, profile, index_bytes, n, passes):
@@ -74,9 +75,7 @@ class Onesweep(DigitPasses):
             portion = start // PORTION
             tiles = -(-length // pol.tile)
             b_in, b_out = (bins_a, bins_b) if portion % 2 == 0 else (bins_b, bins_a)
-            groups = tiles if not pol.persistent else min(
-                tiles, pol.persistent * self.profile.compute_units)
-            seq.launch(f"os_pass {p}", "os_pass", (groups * wg,), (wg,),
+            seq.launch(f"os_pass {p}", "os_pass", (tiles * wg,), (wg,),
                        bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, start, length,
                                shift, mask, flip, write_keys])
 
@@ -87,10 +86,7 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
     budgets in local memory (SortPolicy.stage_bytes, the one computation of it)."""
     return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                 lookback=pol.lookback, spin_limit=pol.spin_limit,
-                ring_guard=pol.ring_guard,
-                tail_bits=pol.tail_bits if pol.ring_guard == "tail" else 0,
                 force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
-                schedule=pol.tile_schedule, persistent=pol.persistent > 0,
                 status_atomics=status_atomics(profile, device),
                 serial_claim="oclgrind" in profile.platform.lower(),
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]))
@@ -134,7 +130,7 @@ class OnesweepFused(Onesweep):
         """(bytes the fill zeroes: the counters and the histogram, bytes of `work`: those and a
         status ring per pass, bytes of the digit starts) as os_fused lays them out."""
         maxp = -(-key_bits // policy.radix_bits)
-        ring_words = policy.ring_slots * (policy.radix + 1) + 2
+        ring_words = policy.ring_slots * (policy.radix + 1) + 1
         head_words = -(-(3 + maxp) // 16) * 16   # FUSED_HEAD: 3 + one counter per pass
         head = head_words * 4 + maxp * policy.radix * index_bytes
         return head, head + npasses * ring_words * 4, 2 * npasses * policy.radix * index_bytes

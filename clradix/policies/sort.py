@@ -20,8 +20,6 @@ RADIX_BITS = (2, 4, 8)
 # the chunked CPU sort takes any digit width a private histogram holds
 CHUNK_RADIX_BITS = (2, 4, 6, 8, 10, 11, 12)
 RANKINGS = ("local", "ptx", "khr", "intel")
-RING_GUARDS = ("flags", "tail")
-TILE_SCHEDULES = ("early_counts", "ranked_counts")
 # Onesweep's look-back words hold 29-bit counts: larger sorts run in portions of this many keys.
 ONESWEEP_PORTION = 1 << 28
 
@@ -38,9 +36,6 @@ class SortPolicy:
     ring_slots: int = 1024        # onesweep: tiles in the status ring (constant memory)
     lookback: int = 256           # onesweep: farthest predecessor read through the ring
     spin_limit: int = 4096        # onesweep: look-back spins before falling back
-    ring_guard: str = "flags"     # onesweep: how a tile knows its ring slot is free ("flags": the
-    #                               readers' done words; "tail": seed 001's in-order tail counter)
-    tail_bits: int = 4            # onesweep, ring_guard="tail": out-of-order slack of the tail
     max_registers: int = 0        # NVIDIA only: -cl-nv-maxrregcount (0: the compiler's choice)
     force_fallback: bool = False  # onesweep, debugging: always fall back (never read the ring)
     fused_scan: bool = False      # reduce-then-scan: each scatter block scans the digit counts
@@ -48,14 +43,6 @@ class SortPolicy:
     fused_passes: bool = False    # onesweep: the histogram, the scan and every digit pass in one
     #                               launch after one fill (os_fused; n <= ring_slots x tile:
     #                               its rings hold every tile of a pass, no slot is reused)
-    tile_schedule: str = "early_counts"  # onesweep: the order of a tile's steps ("early_counts":
-    #                               the digits counted in a step of their own and published
-    #                               before the ranking, 17 barriers a tile; "ranked_counts": the
-    #                               counts from the ranking's subgroup counters, published
-    #                               before the scan, one-barrier votes: 7 barriers a tile)
-    persistent: int = 0           # onesweep: work-groups per compute unit that loop over the
-    #                               tiles of a pass, loading the next tile's keys during the
-    #                               current one's look-back (0: one tile per work-group)
 
     @property
     def tile(self):
@@ -165,8 +152,7 @@ _CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu"}
 
 # The type of each SortPolicy field, and the accepted values of the enum-like string fields.
 _FIELD_TYPES = typing.get_type_hints(SortPolicy)
-_CHOICES = {"algorithm": ALGORITHMS, "ranking": RANKINGS, "ring_guard": RING_GUARDS,
-            "tile_schedule": TILE_SCHEDULES}
+_CHOICES = {"algorithm": ALGORITHMS, "ranking": RANKINGS}
 
 
 def check_field(name, value):
@@ -283,9 +269,8 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
             policy = replace(policy, items_per_thread=policy.items_per_thread * 3 // 4)
     if (profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
             and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
-            and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)
-            and not fields.get("persistent")):
-        policy = replace(policy, fused_passes=True, persistent=0)
+            and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
+        policy = replace(policy, fused_passes=True)
     if policy.fused_passes and "ring_slots" not in fields:
         # the rings hold every tile of a pass (os_fused reuses no slot)
         tiles = -(-n // policy.tile)
@@ -494,30 +479,11 @@ def _validate_onesweep(policy, profile):
     if not 1 <= policy.sg_size <= 32 or policy.wg_size % policy.sg_size:
         raise PolicyError(f"sg_size={policy.sg_size} must divide wg_size={policy.wg_size} and be "
                           f"at most 32")
-    if policy.ring_guard not in RING_GUARDS:
-        raise PolicyError(f"ring_guard={policy.ring_guard!r}: expected 'flags' or 'tail'")
-    if policy.tile_schedule not in TILE_SCHEDULES:
-        raise PolicyError(f"tile_schedule={policy.tile_schedule!r}: expected one of "
-                          f"{', '.join(repr(s) for s in TILE_SCHEDULES)}")
-    if policy.persistent < 0:
-        raise PolicyError(f"persistent={policy.persistent} must be 0 (a tile per work-group) or "
-                          f"the work-groups per compute unit")
-    if policy.persistent and fused_unreliable(profile):
-        raise _refused(dev, "persistent work-groups are", "a persistent os_pass (work-groups "
-                       "looping over tiles, with barriers inside the loop) never finished there "
-                       "(2026-11-25, a ring of 24 tiles and 2 work-groups; the same programs "
-                       "sorted correctly on Intel's CPU runtime)", "persistent=0")
-    if policy.persistent and policy.fused_passes:
-        raise PolicyError("persistent work-groups are a choice of the per-pass launches; "
-                          "fused_passes runs every pass in one launch: set one of them")
     if policy.spin_limit < 0:
         raise PolicyError(f"spin_limit={policy.spin_limit} must be at least 0")
-    if policy.ring_guard == "tail" and not 0 <= policy.tail_bits < 32:
-        raise PolicyError(f"tail_bits={policy.tail_bits} must be from 0 to 31")
     if policy.tile >= 1 << 16:
         raise PolicyError(f"onesweep's tile of {policy.tile} keys (wg_size x items_per_thread) "
                           f"must be below 65536: a key's rank shares a 32-bit word with its digit")
-    slack = (1 << policy.tail_bits) if policy.ring_guard == "tail" else 1
-    if policy.lookback < 1 or policy.lookback + slack > policy.ring_slots:
+    if policy.lookback < 1 or policy.lookback + 1 > policy.ring_slots:
         raise PolicyError(f"ring_slots={policy.ring_slots} must be at least lookback "
-                          f"({policy.lookback}) + {slack}")
+                          f"({policy.lookback}) + 1")
