@@ -9,7 +9,10 @@ with ``index_dtype=np.uint32``: what the wider indices cost. Per case and implem
 ``--rounds`` rounds of ``--repeat`` calls back to back, each keeping its result (so the pool
 gives the previous result's memory to the next call, as a loop that rebinds its result does),
 then one wait; the wall time per call, median and min-max over the rounds. The first round is
-a warm-up. Every result is checked against numpy once per case.
+a warm-up. clradix's ``host`` time: the same calls enqueued behind a user event completed
+afterwards (the host's share of a call). For scale, clradix also runs each case into results
+made once (``out=``) and through the queue-first call (Sorter / Selector) into them. Every
+result is checked against numpy once per case.
 """
 
 import statistics
@@ -71,21 +74,61 @@ def cases(quick):
         yield "topk uint32", x, TOPK_K
 
 
-def _clradix_call(case, d, k):
+def _clradix_calls(case, queue, d, k):
+    """[(label, call)]: the numpy-like function with new (pooled) results, and for scale the
+    same into results made once (out=) and the queue-first call into them."""
     idx = np.uint32 if case.endswith("uint32") else np.int64
     if "topk" in case:
-        return lambda: clradix.topk(d, k, index_dtype=idx)
+        shape = d.shape[:-1] + (k,)
+        vo, io = cl_array.empty(queue, shape, d.dtype), cl_array.empty(queue, shape, idx)
+        sel = clradix.selector_for(d.context)
+        return [("clradix", lambda: clradix.topk(d, k, index_dtype=idx)),
+                ("clradix out=", lambda: clradix.topk(d, k, out=(vo, io))),
+                ("Selector.topk out", lambda: sel.topk(queue, d, k, values_out=vo,
+                                                       indices_out=io)[:2])]
     if "argsort" in case:
-        return lambda: clradix.argsort(d, index_dtype=idx)
-    return lambda: clradix.sort(d)
+        io = cl_array.empty(queue, d.shape, idx)
+        calls = [("clradix", lambda: clradix.argsort(d, index_dtype=idx)),
+                 ("clradix out=", lambda: clradix.argsort(d, out=io))]
+        if d.ndim == 1:
+            sorter = clradix.sorter_for(d.context)
+            calls.append(("Sorter.argsort out", lambda: sorter.argsort(queue, d, out=io)[0]))
+        return calls
+    o = cl_array.empty_like(d)
+    return [("clradix", lambda: clradix.sort(d)), ("clradix out=", lambda: clradix.sort(d, out=o))]
+
+
+def host_per_call(queue, calls, repeat, rounds):
+    """[us of host time per call of each round]: the calls enqueued behind a user event that
+    is completed afterwards, so that the device runs nothing meanwhile (the host's share)."""
+    import pyopencl as cl
+    out = []
+    for r in range(rounds + 1):
+        gate = cl.UserEvent(queue.context)
+        cl.enqueue_marker(queue, wait_for=[gate])
+        t0 = time.perf_counter()
+        calls(repeat)
+        t1 = time.perf_counter()
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        queue.finish()
+        if r:
+            out.append((t1 - t0) * 1e6 / repeat)
+    return out
+
+
+def _host(a):
+    """A result on the host: pyopencl and CuPy arrays (get), torch tensors (cpu), numpy."""
+    if hasattr(a, "cpu"):
+        return a.cpu().numpy()
+    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def _check(case, x, k, got):
     if "topk" in case:
-        v, i = (g.get() if hasattr(g, "get") else np.asarray(g) for g in got)
+        v, i = (_host(g) for g in got)
         want = np.argsort(-x, axis=-1, kind="stable")[..., :k]
         return np.array_equal(i.astype(np.int64), want)
-    g = got.get() if hasattr(got, "get") else np.asarray(got)
+    g = _host(got)
     if "argsort" in case:
         return np.array_equal(g.astype(np.int64), np.argsort(x, axis=-1, kind="stable"))
     return np.array_equal(g, np.sort(x, axis=-1))
@@ -132,12 +175,13 @@ def main(args):
             f"{where['device_full']}")
     for case, x, k in cases(args.quick):
         n = x.size
-        with out.guard(f"clradix {case} n={n}"):
-            d = cl_array.to_device(queue, x)
-            call = _clradix_call(case, d, k)
-            ok = _check(case, x, k, call())
-            samples = per_call(_loop(call), queue.finish, repeat, rounds)
-            _record(out, where, "clradix", case, x, samples, ok)
+        d = cl_array.to_device(queue, x)
+        for label, call in _clradix_calls(case, queue, d, k):
+            with out.guard(f"{label} {case} n={n}"):
+                ok = _check(case, x, k, call())
+                samples = per_call(_loop(call), queue.finish, repeat, rounds)
+                host = host_per_call(queue, _loop(call), repeat, rounds)
+                _record(out, where, label, case, x, samples, ok, host)
         for peer in peers:
             with out.guard(f"{peer.library} {case} n={n}"):
                 made = _peer_calls(peer, case, x, k)
@@ -155,10 +199,14 @@ def main(args):
     return out.finish()
 
 
-def _record(out, where, impl, case, x, samples, ok):
+def _record(out, where, impl, case, x, samples, ok, host=None):
     med = statistics.median(samples)
+    extra = {}
+    note = f"per call {med:.4f} ms ({min(samples):.4f}-{max(samples):.4f})"
+    if host:
+        extra = dict(host_us=statistics.median(host), samples_host_us=host)
+        note += f", host {statistics.median(host):.1f} us"
     out.record(where, impl, case, x.dtype, int(x.size), ok=ok, per_call_ms=med,
                per_call_min_ms=min(samples), per_call_max_ms=max(samples),
-               samples_per_call_ms=samples, shape=list(x.shape),
-               note=f"per call {med:.4f} ms ({min(samples):.4f}-{max(samples):.4f})")
+               samples_per_call_ms=samples, shape=list(x.shape), note=note, **extra)
 

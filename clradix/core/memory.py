@@ -31,9 +31,13 @@ class QueuePools:
     def __init__(self):
         self._pools = {}   # queue -> MemoryPool, least recently used first
         self._lock = threading.Lock()
+        self._recent = (None, None)   # (queue, its pool) of the last lookup (one tuple: atomic)
 
     def allocator(self, queue):
         """The pool of ``queue`` (made on first use), or None for an out-of-order queue."""
+        recent = self._recent
+        if recent[0] is queue:   # the queue of the last call: no lock, no reordering
+            return recent[1]
         if not in_order(queue):
             return None
         with self._lock:
@@ -43,6 +47,7 @@ class QueuePools:
                 while len(self._pools) >= MAX_POOLS:
                     self._pools.pop(next(iter(self._pools))).free_held()
             self._pools[queue] = pool
+            self._recent = (queue, pool)
             return pool
 
     def free_held(self):
@@ -85,13 +90,39 @@ def new_output(queue, what, dtype, shape, allocator):
     if not nbytes:
         return cl_array.empty(queue, shape, dtype, allocator=allocator)
     data = checked_allocator(queue, allocator or _context_allocator(queue), what)(nbytes)
-    if len(shape) == 1 and _FAST_ARRAY:
+    return _array(queue, shape, dtype, data, allocator)
+
+
+def pooled_output(queue, what, dtype, shape, pool):
+    """A new output Array of ``shape`` from the memory ``pool`` (which the Array keeps as its
+    ``allocator``): its block goes back to the pool when the Array is freed, for the pool's
+    queue's later commands. A failure is a MemoryError naming the bytes and ``what``."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if not nbytes:
+        return cl_array.empty(queue, shape, dtype, allocator=pool)
+    try:
+        data = pool.allocate(nbytes)
+    except (cl.Error, MemoryError) as exc:
+        raise MemoryError(f"allocating {nbytes} bytes of {what} on "
+                          f"{queue.device.name.strip()} failed: {exc}") from exc
+    return _array(queue, shape, dtype, data, pool)
+
+
+def _array(queue, shape, dtype, data, allocator):
+    """An Array of ``shape`` over ``data`` (C-contiguous from its start)."""
+    if _FAST_ARRAY and shape:
         # pyopencl's own fast constructor (what its array methods use), a third of the time of
-        # the checking one; shape and strides are known to be right here
+        # the checking one; shape and C strides are known to be right here
+        shape = tuple(int(s) for s in shape)
+        strides, step = [], dtype.itemsize
+        for s in reversed(shape):
+            strides.append(step)
+            step *= s
         try:
-            return cl_array.Array(None, (int(shape[0]),), dtype, allocator=allocator, data=data,
-                                  strides=(dtype.itemsize,), _fast=True, _size=int(shape[0]),
-                                  _context=queue.context, _queue=queue)
+            return cl_array.Array(None, shape, dtype, allocator=allocator, data=data,
+                                  strides=tuple(reversed(strides)), _fast=True,
+                                  _size=math.prod(shape), _context=queue.context, _queue=queue)
         except TypeError:   # a pyopencl whose fast constructor differs
             pass
     return cl_array.Array(queue, shape, dtype, data=data, allocator=allocator)

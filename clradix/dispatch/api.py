@@ -28,7 +28,7 @@ from numpy.typing import DTypeLike
 from ..core.arguments import Operand, attach_event, check_context, check_queue
 from ..core.device import default_device
 from ..core.keys import key_codec
-from ..core.memory import new_output
+from ..core.memory import new_output, pooled_output
 from ..core.render import programs_for
 from ..core.sizes import check_index_dtype
 from ..drivers.layout import Gather
@@ -166,9 +166,12 @@ def _axis(axis, ndim):
 
 
 def _check_queue_of(a, queue):
-    queue = queue if queue is not None else a.queue
     if queue is None:
-        raise ValueError("the array has no queue (it was made with queue=None): pass queue=")
+        queue = a.queue
+        if queue is None:
+            raise ValueError("the array has no queue (it was made with queue=None): pass "
+                             "queue=")
+        return queue   # an array's own queue is of its context
     check_queue(a.context, queue)
     return queue
 
@@ -267,6 +270,20 @@ class _Layout:
                                                   itemsize, wait)
 
 
+def _along_last(a, axis, out):
+    """(rows, row_len) when a call is the common one: a non-empty C-contiguous array along its
+    last axis (or a 1-D one flattened) into a new result; else None."""
+    if out is not None or not a.size or not a.flags.c_contiguous:
+        return None
+    if axis is None:
+        if a.ndim != 1:
+            return None
+    elif axis != a.ndim - 1:
+        return None
+    row_len = int(a.shape[-1])
+    return int(a.size) // row_len, row_len
+
+
 def _c_strides(shape):
     strides, step = [], 1
     for s in reversed(shape):
@@ -293,8 +310,11 @@ def _result(out, queue, dtype, shape, what, allocator, sorter, a=None):
     ``dtype`` and ``shape`` on the context, not overlapping ``a``), else a new one from
     ``allocator`` or the queue's pool."""
     if out is None:
-        alloc = allocator if allocator is not None else sorter._pools.allocator(queue)
-        return new_output(queue, what, dtype, shape, alloc)
+        if allocator is None:
+            pool = sorter._pools.allocator(queue)
+            if pool is not None:
+                return pooled_output(queue, what, dtype, shape, pool)
+        return new_output(queue, what, dtype, shape, allocator)
     if not isinstance(out, cl_array.Array):
         raise TypeError(f"{what}: expected a pyopencl.array.Array, got {type(out).__name__}")
     if out.dtype != np.dtype(dtype):
@@ -395,6 +415,26 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     ax = _axis(axis, a.ndim)
     codec = key_codec(a.dtype)
     sorter = sorter_for(_context(a))
+    fast = _along_last(a, ax, out)
+    if fast:
+        # the common call: a contiguous array along its last axis into a new result
+        rows, row_len = fast
+        res = _result(None, queue, a.dtype, tuple(a.shape), "out", allocator, sorter)
+        n = rows * row_len
+        replaced = list(a.events)
+        done = cl.enqueue_copy(queue, res.base_data, cast(cl.Buffer, a.base_data),
+                              byte_count=n * a.dtype.itemsize, src_offset=a.offset,
+                              wait_for=(_events(wait_for) + replaced) or None)
+        attach_event(a, done, replaced)
+        if row_len > 1 and rows == 1:
+            done = sorter.enqueue_keys(queue, codec, n, res.base_data, 0, descending, [done],
+                                      allocator)
+        elif row_len > 1:
+            done = segmented.sort_rows(sorter, queue, codec, Operand(res.base_data, 0, n, a.dtype),
+                                      rows, row_len, descending=descending, wait=[done],
+                                      allocator=allocator)
+        res.events.append(done)
+        return res
     lay = _Layout(a, ax)
     res = _result(out, queue, a.dtype, lay.result_shape(lay.row_len), "out", allocator, sorter,
                   a)
@@ -503,6 +543,30 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     ax = _axis(axis, a.ndim)
     codec = key_codec(a.dtype)
     sorter = sorter_for(_context(a))
+    fast = _along_last(a, ax, out)
+    if fast and fast[1] > 1:
+        # the common call: a contiguous array along its last axis into a new result
+        rows, row_len = fast
+        idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                      row_len)
+        res = _result(None, queue, idx_dtype, tuple(a.shape), "out", allocator, sorter)
+        n = rows * row_len
+        replaced = list(a.events)
+        wait = _events(wait_for) + replaced
+        kbuf = cast(cl.Buffer, a.base_data)
+        if rows == 1:
+            evt = sorter.enqueue_keys(queue, codec, n, kbuf, a.offset // a.dtype.itemsize,
+                                      descending, wait, allocator, res.base_data, 0,
+                                      idx_dtype.itemsize)
+        else:
+            evt = segmented.sort_rows(
+                sorter, queue, codec, Operand(kbuf, a.offset // a.dtype.itemsize, n, a.dtype),
+                rows, row_len, descending=descending,
+                argsort_out=Operand(res.base_data, 0, n, idx_dtype), wait=wait,
+                allocator=allocator)
+        attach_event(a, evt, replaced)
+        res.events.append(evt)
+        return res
     lay = _Layout(a, ax)
     idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
                                   lay.row_len)
@@ -605,12 +669,31 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
                           _host_result(indices, outs[1], "out[1] (indices)"))
     queue = _check_queue_of(a, queue)
     ax = _axis(axis, a.ndim)
-    key_codec(a.dtype)
+    codec = key_codec(a.dtype)
     sel = selector_for(_context(a))
     sorter = sorter_for(_context(a))
-    lay = _Layout(a, ax)
     if not isinstance(k, (int, np.integer)) or isinstance(k, (bool, np.bool_)):
         raise TypeError(f"k must be an integer, got {type(k).__name__}")
+    if outs == (None, None) and a.ndim <= 2 and ax == a.ndim - 1 and 0 < k <= a.shape[-1] \
+            and a.size and a.flags.c_contiguous:
+        # the common call, a contiguous array along its last axis into new results: the
+        # Selector's enqueue on the array itself, with no layout, view or check to repeat
+        row_len = int(a.shape[-1])
+        rows = int(a.size) // row_len
+        idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                      row_len)
+        prepared = sel.prepared(queue, codec, rows, row_len, int(k), sorted, largest,
+                                idx_dtype.itemsize)
+        shape = tuple(a.shape[:-1]) + (int(k),)
+        values = _result(None, queue, a.dtype, shape, "values", allocator, sorter)
+        indices = _result(None, queue, idx_dtype, shape, "indices", allocator, sorter)
+        wait = _events(wait_for) + list(a.events)
+        evt = sel.enqueue(queue, prepared, a.base_data, a.offset // a.dtype.itemsize, values,
+                          indices, wait, allocator)
+        values.events.append(evt)
+        indices.events.append(evt)
+        return TopkResult(values, indices)
+    lay = _Layout(a, ax)
     if k < 0:
         raise ValueError(f"k must be non-negative, got {k}")
     if k > lay.row_len:

@@ -32,11 +32,11 @@ class Selector:
     """Top-k of OpenCL buffers and pyopencl arrays on one context.
 
     ``wg_size`` (a power of two from 64 to 2048, the 11-bit histogram's digits, and at most the
-    devices' largest work-group) and ``items_per_thread`` (a power of two >= 2; wg_size x items_per_thread below
-    65536) set the selection kernels' tile, ``groups_per_cu`` (a positive integer) how many
-    work-groups per compute unit share a row; ``sort_size`` the largest k sorted in local memory
-    (a power of two up to 2048, lowered where the local memory holds fewer keys of the type;
-    larger k use the radix sort). Left as None, the planner chooses
+    devices' largest work-group) and ``items_per_thread`` (a power of two >= 2; wg_size x
+    items_per_thread below 65536) set the selection kernels' tile, ``groups_per_cu`` (a
+    positive integer) how many work-groups per compute unit share a row; ``sort_size`` the
+    largest k sorted in local memory (a power of two up to 2048, lowered where the local memory
+    holds fewer keys of the type; larger k use the radix sort). Left as None, the planner chooses
     (``clradix.policies.topk``). ``allocator`` (a callable taking a byte count) provides
     temporaries; without one, each in-order queue gets a memory pool (``free_memory`` empties
     it). ``sorter``: the :class:`~clradix.Sorter` (same context) of the global-sort route. Every
@@ -111,12 +111,8 @@ class Selector:
         check_all_disjoint([("the keys", src), ("values_out", bytes_of(values_out)),
                             ("indices_out", bytes_of(indices_out))])
         if n_rows * k:   # plan and build first: a refused configuration allocates nothing
-            key = (queue.device.int_ptr, codec.dtype, n_rows, row_len, k, bool(sorted),
-                   bool(largest), idx_bytes)
-            prepared = self.planner.ready(key)
-            if prepared is None:
-                prepared = self.planner.prepare_topk(key, queue.device, codec, n_rows, row_len, k,
-                                                     sorted, largest, self._get_sorter, idx_bytes)
+            prepared = self.prepared(queue, codec, n_rows, row_len, k, sorted, largest,
+                                     idx_bytes)
         # new outputs before anything is enqueued: a failed allocation is a MemoryError naming
         # the bytes, and no byte of the keys or outputs changes
         user = allocator or self.allocator
@@ -129,16 +125,33 @@ class Selector:
         if n_rows * k == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait or None)
         else:
-            alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
-            prepared.driver.trace = self.trace
-            buffers = (src.buffer, values.base_data, None, indices.base_data, None)
-            offsets = (src.offset, values.offset // values.dtype.itemsize, 0,
-                       indices.offset // indices.dtype.itemsize, 0)
-            evt = prepared.run(queue, buffers, offsets, alloc, wait)
+            evt = self.enqueue(queue, prepared, src.buffer, src.offset, values, indices, wait,
+                               allocator)
         # not Array.add_event: it waits on the host once an array holds more than 12 events
         for a in (values, indices):
             attach_event(a, evt, replaced[id(a)])
         return values, indices, evt
+
+    def prepared(self, queue, codec, n_rows, row_len, k, sorted, largest, idx_bytes):
+        """The prepared work of a top-k configuration (planned and built on its first call):
+        the half of ``topk`` after its checks, shared with the numpy-like ``clradix.topk``."""
+        key = (queue.device.int_ptr, codec.dtype, n_rows, row_len, k, bool(sorted),
+               bool(largest), idx_bytes)
+        prepared = self.planner.ready(key)
+        if prepared is None:
+            prepared = self.planner.prepare_topk(key, queue.device, codec, n_rows, row_len, k,
+                                                 sorted, largest, self._get_sorter, idx_bytes)
+        return prepared
+
+    def enqueue(self, queue, prepared, keys, keys_off, values, indices, wait, allocator=None):
+        """Enqueue ``prepared`` work on checked operands (the keys' buffer and element offset,
+        the output Arrays); the event of its last command."""
+        alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
+        prepared.driver.trace = self.trace
+        buffers = (keys, values.base_data, None, indices.base_data, None)
+        offsets = (keys_off, values.offset // values.dtype.itemsize, 0,
+                   indices.offset // indices.dtype.itemsize, 0)
+        return prepared.run(queue, buffers, offsets, alloc, wait)
 
     def temp_bytes(self, rows: int, row_len: int, k: int, dtype: DTypeLike = np.uint32, *,
                    sorted: bool = True, device: Optional[cl.Device] = None) -> int:

@@ -34,8 +34,9 @@ class Sorter:
     """Stable radix sort and argsort of OpenCL buffers on one context.
 
     ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("onesweep",
-    "reduce_then_scan", "single_wg" or "chunks", the CPUs' default) and the other :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``,
-    ``ring_slots``, ``force_fallback``, ...) override the planner's policy, for tests and
+    "reduce_then_scan", "single_wg" or "chunks", the CPUs' default) and the other
+    :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``, ``ring_slots``,
+    ``force_fallback``, ...) override the planner's policy, for tests and
     benchmarks; left as None, the planner chooses per device.
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
     by default each in-order queue gets a memory pool whose blocks later calls on that queue reuse
@@ -245,6 +246,22 @@ class Sorter:
             device = queue.device
             checked = self._queue_checked = (queue, in_order(queue), device, device.int_ptr)
         return checked
+
+    def enqueue_keys(self, queue, codec, n, keys, keys_off, descending, wait, allocator=None,
+                     out=None, out_off=0, index_bytes=0):
+        """Sort ``n`` keys (every bit) at element ``keys_off`` of the Buffer ``keys`` in place,
+        or with ``out`` write their stable argsort there (``index_bytes``-byte indices) and
+        leave them alone; the event of the last command. Operands are taken as checked (n >= 2,
+        one context, no overlap): the half of ``sort`` / ``argsort`` after their checks,
+        shared with the numpy-like functions."""
+        checked = self._check_queue(queue)
+        if out is None:
+            return self._enqueue(queue, codec, 0, n, 0, codec.bits, descending, False,
+                                 (keys, keys, None, None, None), (keys_off, keys_off, 0, 0, 0),
+                                 allocator, wait, checked)
+        return self._enqueue(queue, codec, index_bytes, n, 0, codec.bits, descending, True,
+                             (keys, None, None, out, None), (keys_off, 0, 0, out_off, 0),
+                             allocator, wait, checked)
 
     def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
                  buffers, offsets, allocator, wait, checked):
