@@ -270,10 +270,10 @@ class _Layout:
                                                   itemsize, wait)
 
 
-def _along_last(a, axis, out):
+def _along_last(a, axis):
     """(rows, row_len) when a call is the common one: a non-empty C-contiguous array along its
-    last axis (or a 1-D one flattened) into a new result; else None."""
-    if out is not None or not a.size or not a.flags.c_contiguous:
+    last axis (or a 1-D one flattened); else None."""
+    if not a.size or not a.flags.c_contiguous:
         return None
     if axis is None:
         if a.ndim != 1:
@@ -415,25 +415,32 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     ax = _axis(axis, a.ndim)
     codec = key_codec(a.dtype)
     sorter = sorter_for(_context(a))
-    fast = _along_last(a, ax, out)
+    fast = _along_last(a, ax)
     if fast:
-        # the common call: a contiguous array along its last axis into a new result
+        # the common call: a contiguous array along its last axis, into a new result (or out)
         rows, row_len = fast
-        res = _result(None, queue, a.dtype, tuple(a.shape), "out", allocator, sorter)
+        res = _result(out, queue, a.dtype, tuple(a.shape), "out", allocator, sorter, a)
         n = rows * row_len
-        replaced = list(a.events)
-        done = cl.enqueue_copy(queue, res.base_data, cast(cl.Buffer, a.base_data),
-                              byte_count=n * a.dtype.itemsize, src_offset=a.offset,
-                              wait_for=(_events(wait_for) + replaced) or None)
-        attach_event(a, done, replaced)
+        replaced, replaced_r = list(a.events), list(res.events) if res is not a else []
+        wait = _events(wait_for) + replaced + replaced_r
+        res_off = res.offset // a.dtype.itemsize
+        if res is a:   # in place
+            done = cl.enqueue_marker(queue, wait_for=wait or None)
+        else:
+            done = cl.enqueue_copy(queue, res.base_data, cast(cl.Buffer, a.base_data),
+                                   byte_count=n * a.dtype.itemsize, src_offset=a.offset,
+                                   dst_offset=res.offset, wait_for=wait or None)
+            attach_event(a, done, replaced)
+            replaced = replaced_r
         if row_len > 1 and rows == 1:
-            done = sorter.enqueue_keys(queue, codec, n, res.base_data, 0, descending, [done],
-                                      allocator)
+            done = sorter.enqueue_keys(queue, codec, n, res.base_data, res_off, descending,
+                                       [done], allocator)
         elif row_len > 1:
-            done = segmented.sort_rows(sorter, queue, codec, Operand(res.base_data, 0, n, a.dtype),
-                                      rows, row_len, descending=descending, wait=[done],
-                                      allocator=allocator)
-        res.events.append(done)
+            done = segmented.sort_rows(sorter, queue, codec,
+                                       Operand(res.base_data, res_off, n, a.dtype), rows,
+                                       row_len, descending=descending, wait=[done],
+                                       allocator=allocator)
+        attach_event(res, done, replaced)
         return res
     lay = _Layout(a, ax)
     res = _result(out, queue, a.dtype, lay.result_shape(lay.row_len), "out", allocator, sorter,
@@ -543,29 +550,28 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     ax = _axis(axis, a.ndim)
     codec = key_codec(a.dtype)
     sorter = sorter_for(_context(a))
-    fast = _along_last(a, ax, out)
+    fast = _along_last(a, ax)
     if fast and fast[1] > 1:
-        # the common call: a contiguous array along its last axis into a new result
+        # the common call: a contiguous array along its last axis, into a new result (or out)
         rows, row_len = fast
         idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
                                       row_len)
-        res = _result(None, queue, idx_dtype, tuple(a.shape), "out", allocator, sorter)
+        res = _result(out, queue, idx_dtype, tuple(a.shape), "out", allocator, sorter, a)
         n = rows * row_len
-        replaced = list(a.events)
-        wait = _events(wait_for) + replaced
-        kbuf = cast(cl.Buffer, a.base_data)
+        replaced, replaced_r = list(a.events), list(res.events)
+        wait = _events(wait_for) + replaced + replaced_r
+        kbuf, koff = cast(cl.Buffer, a.base_data), a.offset // a.dtype.itemsize
+        res_off = res.offset // idx_dtype.itemsize
         if rows == 1:
-            evt = sorter.enqueue_keys(queue, codec, n, kbuf, a.offset // a.dtype.itemsize,
-                                      descending, wait, allocator, res.base_data, 0,
-                                      idx_dtype.itemsize)
+            evt = sorter.enqueue_keys(queue, codec, n, kbuf, koff, descending, wait, allocator,
+                                      res.base_data, res_off, idx_dtype.itemsize)
         else:
-            evt = segmented.sort_rows(
-                sorter, queue, codec, Operand(kbuf, a.offset // a.dtype.itemsize, n, a.dtype),
-                rows, row_len, descending=descending,
-                argsort_out=Operand(res.base_data, 0, n, idx_dtype), wait=wait,
-                allocator=allocator)
+            evt = segmented.sort_rows(sorter, queue, codec, Operand(kbuf, koff, n, a.dtype),
+                                      rows, row_len, descending=descending,
+                                      argsort_out=Operand(res.base_data, res_off, n, idx_dtype),
+                                      wait=wait, allocator=allocator)
         attach_event(a, evt, replaced)
-        res.events.append(evt)
+        attach_event(res, evt, replaced_r)
         return res
     lay = _Layout(a, ax)
     idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
@@ -674,8 +680,8 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
     sorter = sorter_for(_context(a))
     if not isinstance(k, (int, np.integer)) or isinstance(k, (bool, np.bool_)):
         raise TypeError(f"k must be an integer, got {type(k).__name__}")
-    if outs == (None, None) and a.ndim <= 2 and ax == a.ndim - 1 and 0 < k <= a.shape[-1] \
-            and a.size and a.flags.c_contiguous:
+    if a.ndim <= 2 and ax == a.ndim - 1 and 0 < k <= a.shape[-1] and a.size \
+            and a.flags.c_contiguous:
         # the common call, a contiguous array along its last axis into new results: the
         # Selector's enqueue on the array itself, with no layout, view or check to repeat
         row_len = int(a.shape[-1])
@@ -685,13 +691,18 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
         prepared = sel.prepared(queue, codec, rows, row_len, int(k), sorted, largest,
                                 idx_dtype.itemsize)
         shape = tuple(a.shape[:-1]) + (int(k),)
-        values = _result(None, queue, a.dtype, shape, "values", allocator, sorter)
-        indices = _result(None, queue, idx_dtype, shape, "indices", allocator, sorter)
-        wait = _events(wait_for) + list(a.events)
+        values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter,
+                         a)
+        indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator,
+                          sorter, a)
+        if outs != (None, None) and (values is indices or _overlaps(values, indices)):
+            raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
+        replaced_v, replaced_i = list(values.events), list(indices.events)
+        wait = _events(wait_for) + list(a.events) + replaced_v + replaced_i
         evt = sel.enqueue(queue, prepared, a.base_data, a.offset // a.dtype.itemsize, values,
                           indices, wait, allocator)
-        values.events.append(evt)
-        indices.events.append(evt)
+        attach_event(values, evt, replaced_v)
+        attach_event(indices, evt, replaced_i)
         return TopkResult(values, indices)
     lay = _Layout(a, ax)
     if k < 0:
