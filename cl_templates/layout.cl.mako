@@ -1,6 +1,9 @@
-/* Layout copies: a strided view of an array gathered into C order in one kernel.
+/* Layout copies: a strided view of an array gathered into C order in one kernel, and indices
+   widened.
      gather - dst[dst_off + i] = src[src_off + sum_d c_d * stride_d] for every i < n, where
               (c_0, ..., c_{ndim-1}) are the C-order coordinates of i in the view's shape.
+     widen  - dst[dst_off + i] = (ulong)src[i] for every i < n: 32-bit indices made 64-bit in
+              one pass after a sort that carried 4 bytes a key through its passes instead of 8.
    A view with its axes permuted (numpy's moveaxis / transpose) is a shape and strides like any
    other, so one kernel makes a view contiguous, moves the sorted axis last and moves it back.
    Strides are in elements and may be negative or zero (the view's bytes need not be distinct);
@@ -33,4 +36,11 @@ __kernel void gather(__global const ELEM_T* restrict src, ulong src_off,
 % endfor
         dst[dst_off + i] = src[at];
     }
+}
+
+__kernel void widen(__global const uint* restrict src, __global ulong* restrict dst,
+                    ulong dst_off, ulong n)
+{
+    for (size_t i = get_global_id(0); i < n; i += get_global_size(0))
+        dst[dst_off + i] = (ulong)src[i];
 }

@@ -348,3 +348,20 @@ def test_queue_slips(ctx, queue):
         with pytest.raises(ValueError, match="two contexts of the same device .* one "
                                              "pyopencl.Context"):
             fn(a, queue=other)
+
+
+@pytest.mark.parametrize("widen_from", [1, None], ids=["widened", "default"])
+def test_wide_indices_by_widening(queue, rng, monkeypatch, widen_from):
+    """64-bit indices of large argsorts come from 32-bit ones widened in one pass: the same
+    positions, for one row and for many, both directions, int64 and uint64."""
+    import clradix.dispatch.api as api
+    if widen_from is not None:
+        monkeypatch.setattr(api, "WIDEN_FROM", widen_from)
+    for shape in [(api.WIDEN_FROM + 3,), (3, max(api.WIDEN_FROM // 2, 5) + 1), (1, 7)]:
+        x = data(rng, np.float32, shape)
+        d = cl_array.to_device(queue, x)
+        for descending in (False, True):
+            for index_dtype in (np.int64, np.uint64):
+                i = clradix.argsort(d, descending=descending, index_dtype=index_dtype)
+                assert i.dtype == np.dtype(index_dtype)
+                np.testing.assert_array_equal(i.get(), ref_argsort_axis(x, -1, descending))

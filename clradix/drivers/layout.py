@@ -1,4 +1,5 @@
-"""Layout copies (cl_templates/layout.cl.mako): a strided view gathered into C order in one kernel.
+"""Layout copies (cl_templates/layout.cl.mako): a strided view gathered into C order in one kernel,
+and 32-bit indices widened to 64 bits.
 
 The numpy-like functions sort along any axis of any view by gathering it into rows (the sorted
 axis last, C-contiguous), running the row sort, and gathering the result back into the caller's
@@ -64,18 +65,27 @@ class Gather:
         if elem_t is None:
             raise ValueError(f"gather copies elements of 1, 2, 4 or 8 bytes, not {itemsize}")
         index_t = "uint" if n < 2 ** 32 else "ulong"   # i and its coordinates; addresses are long
-        params = (elem_t, index_t, len(shape))
         args = [src, np.uint64(src_off), dst, np.uint64(dst_off), np.uint64(n)]
         for s, t in zip(shape, strides):
             args += [np.uint64(s), np.int64(t)]
+        return self._launch(queue, "gather", (elem_t, index_t, len(shape)), args, n, wait)
+
+    def widen(self, queue, src, dst, dst_off, n, wait=None):
+        """Enqueue dst[dst_off:dst_off + n] = the n uint32 of ``src`` as uint64; the event."""
+        args = [src, dst, np.uint64(dst_off), np.uint64(n)]
+        return self._launch(queue, "widen", ("uint", "uint", 1), args, n, wait)
+
+    def _launch(self, queue, name, params, args, n, wait):
+        """Set ``args`` on the program's kernel ``name`` and enqueue it over n items."""
         groups = min(-(-n // _WG), _MAX_GROUPS)
         wg = min(_WG, queue.device.max_work_group_size)
         with self._lock:
-            knl = self._kernels.get(params)
+            knl = self._kernels.get((name, params))
             if knl is None:
+                elem_t, index_t, ndim = params
                 prg = self.programs.get("layout.cl.mako", dict(elem_t=elem_t, index_t=index_t,
-                                                               ndim=len(shape)))
-                knl = self._kernels[params] = cl.Kernel(prg, "gather")
+                                                               ndim=ndim))
+                knl = self._kernels[(name, params)] = cl.Kernel(prg, name)
             knl.set_args(*args)
             return cl.enqueue_nd_range_kernel(queue, knl, (round_up(groups * wg, wg),), (wg,),
                                               wait_for=list(wait or ()) or None)
