@@ -15,6 +15,7 @@ made once (``out=``) and through the queue-first call (Sorter / Selector) into t
 result is checked against numpy once per case.
 """
 
+import os
 import statistics
 import time
 
@@ -172,7 +173,8 @@ def main(args):
     repeat = 2 if args.quick else args.repeat
     rounds = 2 if args.quick else args.rounds
     out.log(f"# per call (wall, {repeat} calls back to back, {rounds} rounds) on "
-            f"{where['device_full']}")
+            f"{where['device_full']}; host: {_cpu_model()}, {os.cpu_count()} cores, numpy "
+            f"{np.__version__}, load average {os.getloadavg()[0]:.2f} at the start")
     for case, x, k in cases(args.quick):
         n = x.size
         d = cl_array.to_device(queue, x)
@@ -196,7 +198,23 @@ def main(args):
             samples = per_call(_loop(lambda: fn(x, axis=-1)), lambda: None,
                                max(1, repeat // 10), rounds)
             _record(out, common.host_fields(), f"numpy.{fn.__name__}", case, x, samples, True)
+    load = os.getloadavg()[0]
+    out.log(f"# load average {load:.2f} at the end" + (
+        f": more than {os.cpu_count()} cores' worth, the host was busy and CPU-side times are "
+        f"unreliable" if load > (os.cpu_count() or 1) else ""))
     return out.finish()
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
 
 
 def _record(out, where, impl, case, x, samples, ok, host=None):
