@@ -657,9 +657,9 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
          allocator: Optional[Allocator] = None, queue: Optional[cl.CommandQueue] = None,
          wait_for: Events = None) -> TopkResult[Any]:
     """The ``k`` largest (``largest=False``: smallest) entries of ``a`` along ``axis`` and their
-    positions, as ``torch.topk(input, k, dim, largest, sorted)`` and numpy's ``top_k``:
-    a :class:`TopkResult` ``(values, indices)``, each of ``a``'s shape with the axis of length
-    ``k`` (``axis=None``: of the flattened array).
+    positions, as ``torch.topk(input, k, dim, largest, sorted)`` and numpy's ``top_k``: a
+    :class:`~clradix.TopkResult` ``(values, indices)``, each of ``a``'s shape with the axis of
+    length ``k`` (``axis=None``: of the flattened array).
 
     Ties go to the smaller position; NaN counts as the largest value; bool keys have False
     below True. ``sorted=True`` orders the results (largest first for ``largest=True``, ties
@@ -779,6 +779,8 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
 
 #: the Array API's and numpy's name
 top_k = topk
+# documented, and referred to by the signatures, as clradix.TopkResult
+TopkResult.__module__ = "clradix"
 
 
 def _reshape(arr, shape):
