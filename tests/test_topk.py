@@ -620,12 +620,16 @@ def test_adversarial_orders_medium(ctx, queue, path, order):
     check_topk(queue, x, 1 << 14, False, True, selector=sel)
 
 
-def test_chunks_sample_bound_too_tight(ctx, queue):
+@pytest.mark.parametrize("index_bits", [32, 64])
+def test_chunks_sample_bound_too_tight(ctx, queue, monkeypatch, index_bits):
     """The chunked route's sampled bound (one key every 64 of a chunk, centred) taken only from
     keys that beat every other: fewer than k keys of the chunk pass it, so the chunk is read again
-    without it. A row of 2^16 keys is one chunk by default; its 1024 samples are its only ones."""
+    without it. A row of 2^16 keys is one chunk by default; its 1024 samples are its only ones.
+    With 32- and 64-bit positions (forced)."""
     if not ctx.devices[0].type & cl.device_type.CPU:
         pytest.skip("the chunked top-k is the CPUs' route")
+    if index_bits == 64:
+        monkeypatch.setattr(sizes, "INDEX32_LIMIT", 16)
     sel = clradix.Selector(ctx)
     x = np.zeros(1 << 16, np.float32)
     x[32::64] = 1
