@@ -18,7 +18,8 @@ Programs are written once per (template, parameters, options), named after the f
 configuration that asks for them; ``index.tsv`` maps every configuration to its programs.
 ``--compare`` pairs the programs of each configuration in both renders and reports those that
 differ: raw, or only once C comments and blank space are removed (exit status 1 when any
-kernel text differs beyond comments and blank space).
+kernel text differs beyond comments and blank space), with each distinct change's diff or
+(``--lines N``) the N most frequent changed lines.
 """
 
 import argparse
@@ -38,6 +39,7 @@ import numpy as np  # noqa: E402
 from clradix.core.device import DeviceProfile  # noqa: E402
 from clradix.core.errors import PolicyError  # noqa: E402
 from clradix.core.keys import KEY_DTYPES, key_codec, value_type_of  # noqa: E402
+from clradix.core import render as _render  # noqa: E402
 from clradix.core.render import render  # noqa: E402
 from clradix.core.sizes import index_bytes, index_type  # noqa: E402
 from clradix.drivers import base  # noqa: E402
@@ -206,6 +208,8 @@ def render_all(out):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     base.Driver.__init__ = _record_init   # (this process renders only)
+    # the templates of this checkout, wherever an installed clradix would find them
+    _render.template_dir = lambda: ROOT / "cl_templates"
     names = {}      # program key -> file name
     index = []
     done = set()
@@ -250,7 +254,7 @@ def normalized(text):
     return [line for line in lines if line]
 
 
-def compare(a, b, show=3):
+def compare(a, b, lines=0):
     a, b = Path(a), Path(b)
 
     def read_index(d):
@@ -289,11 +293,23 @@ def compare(a, b, show=3):
     print(f"program pairs: {len(pairs)}; identical {raw_same}; identical but for comments and "
           f"blank space {text_same}; different {sum(len(v) for v in differ.values())} "
           f"({len(differ)} distinct changes)")
+    if lines:
+        # each removed (-) and added (+) line, with the number of programs it changes in
+        counts = {}
+        for group in differ.values():
+            for _, _, diff in group:
+                for line in set(diff[2:]):
+                    if line[:1] in "+-":
+                        counts[line] = counts.get(line, 0) + 1
+        print(f"\nchanged lines, the {lines} most frequent (programs):")
+        for line, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:lines]:
+            print(f"{n:6d} {line}")
+        return 1 if differ or only_a or only_b else 0
     for digest, group in sorted(differ.items(), key=lambda kv: -len(kv[1])):
         x, y, diff = group[0]
         print(f"\n=== change {digest}: {len(group)} programs, e.g. {x}")
         body = diff[2:]
-        print("\n".join(body[:200 if show else 40]))
+        print("\n".join(body[:200]))
         if len(body) > 200:
             print(f"... ({len(body) - 200} more lines)")
     return 1 if differ or only_a or only_b else 0
@@ -303,11 +319,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", help="OUT, or with --compare the two renders")
     ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--lines", type=int, default=0, metavar="N",
+                    help="with --compare: the N most frequent changed lines instead of each "
+                         "distinct change's diff")
     args = ap.parse_args(argv)
     if args.compare:
         if len(args.dirs) != 2:
             ap.error("--compare takes two folders")
-        return compare(*args.dirs)
+        return compare(*args.dirs, lines=args.lines)
     if len(args.dirs) != 1:
         ap.error("one output folder")
     render_all(args.dirs[0])
