@@ -1,7 +1,21 @@
 ## Shared pieces of every kernel family: the key codec, the sort kernels' prelude (their #defines,
-## a key's digit, a value's load), work-group scans and votes, subgroup primitives.
+## a key's digit, a value's load), work-group scans and votes, subgroup primitives, counters and
+## the release and acquire between work-groups. Each device primitive is defined here once.
 ## Each def emits OpenCL C; a kernel template imports them with
 ##   <%namespace name="common" file="common.mako"/>
+##
+## Device capabilities have one name each in every template: `ptx` (an NVIDIA GPU, whose OpenCL
+## compiler takes inline PTX: warp votes, shuffles, fences and relaxed or acquire accesses) and
+## `c11` (OpenCL C 2.0 atomics, the program built with -cl-std=CL2.0 or later). The host computes
+## both (clradix.core.device.DeviceProfile.has_ptx; clradix.drivers.onesweep.status_atomics).
+##
+## Every function of every template is `static inline`: a plain (C99) inline function that the
+## compiler leaves uninlined is a call to an external definition that no one provides, and clang
+## leaves large ones (a ranking, a look-back) uninlined. Functions that take a tile's private
+## arrays are STEPs (step_define: always inlined, so that the arrays stay in registers). Their
+## pointer parameters are not restrict: an inlined restrict parameter leaves a call to
+## llvm.experimental.noalias.scope.decl, which oclgrind cannot run (the kernels' own restrict
+## parameters say what is not aliased).
 
 ## The order key (see clradix/keys.py): an unsigned integer whose order is numpy's order of the keys,
 ## with every NaN after +inf and -0.0 equal to +0.0. `flip` is all ones for a descending sort.
@@ -12,7 +26,7 @@
     skey_t = {"uchar": "char", "ushort": "short", "uint": "int", "ulong": "long"}[key_t]
     suffix = "UL" if key_bits == 64 else "U"
 %>
-inline ${key_t} order_key(${key_t} x, ${key_t} flip)
+static inline ${key_t} order_key(${key_t} x, ${key_t} flip)
 {
 % if key_kind == "uint":
     return (${key_t})(x ^ flip);
@@ -36,7 +50,7 @@ inline ${key_t} order_key(${key_t} x, ${key_t} flip)
 ## (wg elements of local memory). Returns the exclusive prefix and stores the total in *total.
 ## Every work-item must call it; it ends with a barrier, so `scratch` may be reused at once.
 <%def name="wg_scan_fn(name, t, wg)">
-inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
+static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
 {
     scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -164,27 +178,40 @@ static inline uint wg_any(__local uint* flag, uint mine)
 <%def name="sg_primitives(backend, sg_size, wg, match_bits)">
 <% full = (1 << sg_size) - 1 %>
 % if backend == "ptx":
-inline uint sg_lane(void) { uint r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
-inline uint sg_id(void) { return get_local_id(0) >> 5; }
-inline uint sg_lt_mask(void) { uint r; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(r)); return r; }
-inline void sg_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+static inline uint sg_lane(void) { uint r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+static inline uint sg_id(void) { return get_local_id(0) >> 5; }
+static inline uint sg_lt_mask(void) { uint r; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(r)); return r; }
+static inline void sg_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 /* the lanes whose d equals this lane's, from one vote.ballot per bit of d (CUB's util_ptx.cuh notes
    that match.any.sync is slower when matching few bits; H100, onesweep 2^28 uint32 keys, 256 x 16:
    11.15 ms against 11.85 ms with match.any.sync, 256 x 20: 10.34 against 13.20 ms) */
 ${ballot_match_fn("sg_match", match_bits)}
 /* (this back-end only) lane src's v, for every lane */
-inline uint sg_shuffle(uint v, uint src)
+static inline uint sg_shuffle(uint v, uint src)
 {
     uint r;
     asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, -1;" : "=r"(r) : "r"(v), "r"(src));
     return r;
 }
+/* (this back-end only) the warp's inclusive sum of v up to this lane */
+static inline uint warp_scan_incl(uint v, uint lane)
+{
+    uint x = v;
+    #pragma unroll
+    for (uint off = 1; off < 32; off <<= 1) {
+        uint y;
+        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, -1;" : "=r"(y) : "r"(x), "r"(off));
+        if (lane >= off)
+            x += y;
+    }
+    return x;
+}
 % elif backend == "khr":
-inline uint sg_lane(void) { return get_sub_group_local_id(); }
-inline uint sg_id(void) { return get_sub_group_id(); }
-inline uint sg_lt_mask(void) { return get_sub_group_lt_mask().x; }
-inline void sg_sync(void) { sub_group_barrier(CLK_LOCAL_MEM_FENCE); }
-inline uint sg_match(uint d, __local uint* scratch)
+static inline uint sg_lane(void) { return get_sub_group_local_id(); }
+static inline uint sg_id(void) { return get_sub_group_id(); }
+static inline uint sg_lt_mask(void) { return get_sub_group_lt_mask().x; }
+static inline void sg_sync(void) { sub_group_barrier(CLK_LOCAL_MEM_FENCE); }
+static inline uint sg_match(uint d, __local uint* scratch)
 {
     uint m = ${hex(full)}u;
     for (uint b = 0; b < ${match_bits}; ++b) {
@@ -195,11 +222,11 @@ inline uint sg_match(uint d, __local uint* scratch)
     return m;
 }
 % elif backend == "intel":
-inline uint sg_lane(void) { return get_sub_group_local_id(); }
-inline uint sg_id(void) { return get_sub_group_id(); }
-inline uint sg_lt_mask(void) { return (1u << get_sub_group_local_id()) - 1u; }
-inline void sg_sync(void) { sub_group_barrier(CLK_LOCAL_MEM_FENCE); }
-inline uint sg_match(uint d, __local uint* scratch)
+static inline uint sg_lane(void) { return get_sub_group_local_id(); }
+static inline uint sg_id(void) { return get_sub_group_id(); }
+static inline uint sg_lt_mask(void) { return (1u << get_sub_group_local_id()) - 1u; }
+static inline void sg_sync(void) { sub_group_barrier(CLK_LOCAL_MEM_FENCE); }
+static inline uint sg_match(uint d, __local uint* scratch)
 {
     uint m = 0;
     for (uint k = 0; k < ${sg_size}; ++k)
@@ -207,11 +234,11 @@ inline uint sg_match(uint d, __local uint* scratch)
     return m;
 }
 % else:
-inline uint sg_lane(void) { return get_local_id(0) % ${sg_size}; }
-inline uint sg_id(void) { return get_local_id(0) / ${sg_size}; }
-inline uint sg_lt_mask(void) { return (1u << sg_lane()) - 1u; }
-inline void sg_sync(void) { barrier(CLK_LOCAL_MEM_FENCE); }
-inline uint sg_match(uint d, __local uint* scratch)
+static inline uint sg_lane(void) { return get_local_id(0) % ${sg_size}; }
+static inline uint sg_id(void) { return get_local_id(0) / ${sg_size}; }
+static inline uint sg_lt_mask(void) { return (1u << sg_lane()) - 1u; }
+static inline void sg_sync(void) { barrier(CLK_LOCAL_MEM_FENCE); }
+static inline uint sg_match(uint d, __local uint* scratch)
 {
     const uint lid = get_local_id(0);
     const uint first = lid - sg_lane();
@@ -231,7 +258,7 @@ inline uint sg_match(uint d, __local uint* scratch)
 ## (its unused `scratch` parameter kept: scratch=True); segmented's sg_match_digits another, over
 ## fewer bits.
 <%def name="ballot_match_fn(name, bits, scratch=True)">\
-inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""})
+static inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""})
 {
     /* each bit's vote, its complement for a clear bit and the AND inside one asm statement: no
        predicate lives outside it (NVIDIA's ptxas, driver 580, failed to allocate predicate
@@ -318,8 +345,8 @@ ${unroll}
     }
 </%def>
 
-## STEP, the qualifier of a kernel step that takes a tile's private arrays (segmented,
-## radix_select): always inlined, and static (see onesweep.cl.mako for why static).
+## STEP, the qualifier of a kernel step that takes a tile's private arrays: always inlined, and
+## static (see the top of this file for why static).
 <%def name="step_define()">\
 /* the steps that take the tile's private arrays: always inlined, so that the arrays stay in
    registers (clang leaves a large static inline function called from several places a call,
@@ -337,20 +364,13 @@ __kernel void rts_iota(__global ${value_t}* restrict vals, ulong vals_off, ${ind
 }
 </%def>
 
-## The same exclusive work-group scan for NVIDIA: warp scans with shfl.sync, one barrier pair.
-## `scratch` needs wg / 32 elements.
+## The same exclusive work-group scan for NVIDIA: warp scans (sg_primitives' "ptx" back-end's
+## warp_scan_incl, emitted before it), one barrier pair. `scratch` needs wg / 32 elements.
 <%def name="wg_scan_warp_fn(name, wg)">
-inline uint ${name}(uint v, __local uint* scratch, uint lid, uint* total)
+static inline uint ${name}(uint v, __local uint* scratch, uint lid, uint* total)
 {
     const uint lane = lid & 31u;
-    uint x = v;
-    #pragma unroll
-    for (uint off = 1; off < 32; off <<= 1) {
-        uint y;
-        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, -1;" : "=r"(y) : "r"(x), "r"(off));
-        if (lane >= off)
-            x += y;
-    }
+    const uint x = warp_scan_incl(v, lane);
     if (lane == 31)
         scratch[lid >> 5] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -367,23 +387,134 @@ inline uint ${name}(uint v, __local uint* scratch, uint lid, uint* total)
 }
 </%def>
 
-## shared by radix_select.cl.mako
 ## Ballots for sg_primitives' "ptx" back-end (vote.sync.ballot over the full warp): the mask of the
 ## lanes whose pred is not zero, and of those whose a equals b (the compare inside the ballot).
 <%def name="sg_ballot_fn(backend)">
 <% assert backend == "ptx", "sg_ballot: only the ptx back-end" %>
-inline uint sg_ballot(uint pred)
+static inline uint sg_ballot(uint pred)
 {
     uint r;
     asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, -1; }"
                  : "=r"(r) : "r"(pred));
     return r;
 }
-inline uint sg_ballot_eq(uint a, uint b)
+static inline uint sg_ballot_eq(uint a, uint b)
 {
     uint r;
     asm volatile("{ .reg .pred q; setp.eq.u32 q, %1, %2; vote.sync.ballot.b32 %0, q, -1; }"
                  : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
+</%def>
+
+## A count of index_t in global memory that several work-groups change: COUNTER_ADD(p, v) and
+## COUNTER_XCHG(p, v) return the old count, COUNTER_TAKE(p) returns it and zeroes it. 64-bit
+## counts need cl_khr_int64_base_atomics, which the template enables.
+<%def name="counter_fns(index_t)">\
+% if index_t == "ulong":
+#define COUNTER_ADD(p, v) atom_add((volatile __global ulong*)(p), (ulong)(v))
+#define COUNTER_XCHG(p, v) atom_xchg((volatile __global ulong*)(p), (ulong)(v))
+% else:
+#define COUNTER_ADD(p, v) atomic_add((volatile __global uint*)(p), (uint)(v))
+#define COUNTER_XCHG(p, v) atomic_xchg((volatile __global uint*)(p), (uint)(v))
+% endif
+#define COUNTER_TAKE(p) COUNTER_XCHG(p, 0)
+</%def>
+
+## Accesses to words that other work-groups of the same launch read or write. By OpenCL's rules a
+## plain access to such a word is a data race, so every one is atomic:
+##   status_load(p), status_store(p, v): relaxed (no order with other accesses);
+##   arrive(p): adds one after everything this work-item (and, through a barrier before it, its
+##              work-group) wrote, and returns the old count;
+##   release_store(p, v): stores v after everything this work-item wrote;
+##   load_acquire(p): reads p so that what was written before its arrive or release_store is
+##              seen after;
+##   global_fence(): orders this work-item's accesses to global memory before it against those
+##              after it, for every work-group of the device.
+## `ptx`: PTX's relaxed and acquire accesses and fences (as cheap as plain accesses); `c11`: OpenCL
+## C 2.0's atomic_load_explicit and the like (plain moves on a CPU); else OpenCL 1.2, which has no
+## atomic load or store: a read-modify-write that changes nothing, an exchange, and fences.
+<%def name="cross_group_fns(ptx, c11)">
+% if ptx:
+static inline uint status_load(__global volatile uint* p)
+{
+    uint r;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+    return r;
+}
+static inline void status_store(__global volatile uint* p, uint v)
+{
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+static inline uint arrive(__global volatile uint* p)
+{
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    const uint old = atomic_inc(p);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    return old;
+}
+static inline void release_store(__global volatile uint* p, uint v)
+{
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    atomic_xchg(p, v);
+}
+static inline uint load_acquire(__global volatile uint* p)
+{
+    uint r;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+    return r;
+}
+% elif c11:
+static inline uint status_load(__global volatile uint* p)
+{
+    return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_relaxed,
+                                memory_scope_device);
+}
+static inline void status_store(__global volatile uint* p, uint v)
+{
+    atomic_store_explicit((volatile __global atomic_uint*)p, v, memory_order_relaxed,
+                          memory_scope_device);
+}
+static inline uint arrive(__global volatile uint* p)
+{
+    return atomic_fetch_add_explicit((volatile __global atomic_uint*)p, 1u, memory_order_acq_rel,
+                                     memory_scope_device);
+}
+static inline void release_store(__global volatile uint* p, uint v)
+{
+    atomic_store_explicit((volatile __global atomic_uint*)p, v, memory_order_release,
+                          memory_scope_device);
+}
+static inline uint load_acquire(__global volatile uint* p)
+{
+    return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_acquire,
+                                memory_scope_device);
+}
+% else:
+static inline uint status_load(__global volatile uint* p) { return atomic_or(p, 0u); }
+static inline void status_store(__global volatile uint* p, uint v) { atomic_xchg(p, v); }
+static inline uint arrive(__global volatile uint* p)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    const uint old = atomic_inc(p);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return old;
+}
+static inline void release_store(__global volatile uint* p, uint v)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    atomic_xchg(p, v);
+}
+static inline uint load_acquire(__global volatile uint* p)
+{
+    const uint r = atomic_or(p, 0u);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    return r;
+}
+% endif
+% if ptx:
+static inline void global_fence(void) { asm volatile("membar.gl;" ::: "memory"); }
+% else:
+static inline void global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
+% endif
 </%def>

@@ -16,8 +16,8 @@
 ##                  placement in local memory for every digit, then one write.
 ##
 ## Work-groups talk to each other only through the status ring, the done words and the counters,
-## and only with atomic functions (status_load, status_store): by OpenCL's rules a plain access
-## to a word that another work-group writes during the same launch is a data race.
+## and only with atomic functions (common.mako's cross_group_fns): by OpenCL's rules a plain
+## access to a word that another work-group writes during the same launch is a data race.
 ## Status word (32 bits): [31:30] flag (0 not ready, 1 aggregate, 2 inclusive prefix), [29] epoch
 ## (parity of tile / RING, so a slot's previous owner is never mistaken for its current one),
 ## [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
@@ -31,12 +31,8 @@
 ## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
 ## computes that tile's digit counts from its keys, posts them, and goes on. FORCE_FALLBACK does so
 ## at once, for tests.
-## The functions are `static inline`: a plain (C99) inline function that the compiler leaves
-## uninlined is a call to an external definition that no one provides, and clang leaves large ones
-## (the ranking, the look-back) uninlined. Steps take the tile's registers as private arrays
-## (KEY_T k[IPT]): once inlined, they stay in registers. Their pointer parameters are not
-## restrict: an inlined restrict parameter leaves a call to llvm.experimental.noalias.scope.decl,
-## which oclgrind cannot run (the kernels' own restrict parameters say what is not aliased).
+## The functions are `static inline` (common.mako says why). Steps take the tile's registers as
+## private arrays (KEY_T k[IPT]): once inlined, they stay in registers.
 <%namespace name="common" file="common.mako"/>
 <%
     RADIX = 1 << radix_bits
@@ -89,6 +85,9 @@ ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bi
 #define SG_ATTR
 % endif
 
+${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
+${common.counter_fns(index_t)}
+${common.cross_group_fns(ptx, c11)}
 % if backend == "ptx":
 ${common.wg_scan_warp_fn("wg_scan_uint", wg)}
 % else:
@@ -101,7 +100,6 @@ ${common.rake_scan_fn("rake_scan_index", "INDEX_T", "__global", "wg_scan_index")
 ${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
                       at="(x % NW) * RADIX + x / NW")}
 ${common.wg_any_fn()}
-${common.sg_primitives(backend, sg_size, wg, radix_bits + 1)}
 
 /* Zero what the first `slots` tiles of a launch use in `ring` (their status and done words, and
    the tile counter), spread over `groups` work-groups (this one is `group`). There are two rings: each os_pass
@@ -172,11 +170,7 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint e = lid; e < passes * RADIX; e += WG)
         if (lh[e])
-% if index_t == "ulong":
-            atom_add(&hist[e], (ulong)lh[e]);
-% else:
-            atomic_add(&hist[e], lh[e]);
-% endif
+            COUNTER_ADD(&hist[e], lh[e]);
 }
 % if not fused:
 
@@ -202,38 +196,6 @@ void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict b
 % endif
 
 static inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
-
-/* Reads and writes of words that other work-groups access during the launch (status_atomics):
-   "ptx" NVIDIA GPUs: PTX's relaxed atomic load and store, as cheap as plain accesses; "c11"
-   OpenCL C 2.0+: relaxed atomic_load_explicit / atomic_store_explicit (plain moves on a CPU);
-   "cl12" OpenCL 1.2, which has no atomic load or store: a read-modify-write that changes nothing,
-   and an exchange. */
-% if status_atomics == "ptx":
-static inline uint status_load(__global volatile uint* p)
-{
-    uint r;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
-    return r;
-}
-static inline void status_store(__global volatile uint* p, uint v)
-{
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
-}
-% elif status_atomics == "c11":
-static inline uint status_load(__global volatile uint* p)
-{
-    return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_relaxed,
-                                memory_scope_device);
-}
-static inline void status_store(__global volatile uint* p, uint v)
-{
-    atomic_store_explicit((volatile __global atomic_uint*)p, v, memory_order_relaxed,
-                          memory_scope_device);
-}
-% else:
-static inline uint status_load(__global volatile uint* p) { return atomic_or(p, 0u); }
-static inline void status_store(__global volatile uint* p, uint v) { atomic_xchg(p, v); }
-% endif
 
 /* The digit counts of tile `u` of the portion, computed from its keys (fallback). */
 static inline void tile_histogram(__global const KEY_T* keys, uint portion_len, uint u, uint shift,
@@ -698,51 +660,6 @@ ${tile_locals()}
 ${tile_steps()}
 }
 % else:
-
-/* Release and acquire between work-groups of one launch, for os_fused: arrive() adds one to a
-   counter after everything this work-item (and, through the barrier before it, its work-group)
-   wrote, and returns the old count; load_acquire() reads a counter so that what was written
-   before its arrivals is seen after. */
-%   if status_atomics == "ptx":
-static inline uint arrive(__global volatile uint* p)
-{
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    const uint old = atomic_inc(p);
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    return old;
-}
-static inline uint load_acquire(__global volatile uint* p)
-{
-    uint r;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
-    return r;
-}
-%   elif status_atomics == "c11":
-static inline uint arrive(__global volatile uint* p)
-{
-    return atomic_fetch_add_explicit((volatile __global atomic_uint*)p, 1u, memory_order_acq_rel,
-                                     memory_scope_device);
-}
-static inline uint load_acquire(__global volatile uint* p)
-{
-    return atomic_load_explicit((volatile __global atomic_uint*)p, memory_order_acquire,
-                                memory_scope_device);
-}
-%   else:
-static inline uint arrive(__global volatile uint* p)
-{
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    const uint old = atomic_inc(p);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    return old;
-}
-static inline uint load_acquire(__global volatile uint* p)
-{
-    const uint r = atomic_or(p, 0u);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    return r;
-}
-%   endif
 
 /* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts), then one ring
    per pass. Counters: [0] virtual work-group ids, [1] histogram work-groups done, [2] digit

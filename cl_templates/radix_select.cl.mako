@@ -48,9 +48,9 @@
 ## they do not sort), sample (0, or the threshold pass's sample per row: a power of two of at
 ## least 2 wg), part ("select": every kernel but the threshold pass's; "threshold": topk_sample
 ## and topk_pass_t, a program of their own: a compiler may count the local arrays of every pass
-## kernel of one program against one of them, as oclgrind's does), warp_aggregate (NVIDIA: warp
-## ballots and a shuffle, common.mako's "ptx" subgroup primitives, merge a warp's equal digits
-## into one local atomic), fused (topk_fused is built), skip_idle_tiles (GPUs:
+## kernel of one program against one of them, as oclgrind's does), ptx (an NVIDIA GPU,
+## common.mako: warp ballots and a shuffle merge a warp's equal digits into one local atomic,
+## and the fences and acquire loads are PTX's), fused (topk_fused is built), skip_idle_tiles (GPUs:
 ## a tile none of whose elements is taken or written skips claiming slots, the branch around the
 ## claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
 ## uniform branch into wrong or missing output slots, and the scan costs a CPU little).
@@ -72,7 +72,7 @@
     unroll = "#pragma unroll"
     # Unrolled, the output loop keeps x, pos and cls in registers (NVIDIA); PoCL 3.1 computes
     # wrong output slots from the unrolled loop, so it stays a loop elsewhere.
-    unroll_out = unroll if warp_aggregate else ""
+    unroll_out = unroll if ptx else ""
     VEC = min(16 // (key_bits // 8), ipt)
     assert sample == 0 or (sample & (sample - 1) == 0 and sample >= 2 * wg)
     assert ipt % VEC == 0 and VEC in (2, 4, 8, 16)
@@ -97,42 +97,6 @@
 % if sample:
 #define SAMPLE ${sample}
 % endif
-% if warp_aggregate:
-/* a fence of the whole device (NVIDIA: membar.gl) */
-#define GLOBAL_FENCE() asm volatile("membar.gl;" ::: "memory")
-% else:
-#define GLOBAL_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
-% endif
-% if fused:
-/* topk_fused's release and acquire between work-groups: signal_pass() publishes pass p's state
-   (written before it by this work-item) and ready_pass() reads how many are published, so that
-   what was written before is seen after */
-%   if warp_aggregate:
-static inline void signal_pass(__global volatile uint* ready, uint p)
-{
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    atomic_xchg(ready, p);
-}
-static inline uint ready_pass(__global volatile uint* ready)
-{
-    uint r;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(r) : "l"(ready) : "memory");
-    return r;
-}
-%   else:
-static inline void signal_pass(__global volatile uint* ready, uint p)
-{
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    atomic_xchg(ready, p);
-}
-static inline uint ready_pass(__global volatile uint* ready)
-{
-    const uint r = atomic_or(ready, 0u);
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    return r;
-}
-%   endif
-% endif
 ${common.step_define()}
 
 ## row state flags
@@ -147,16 +111,18 @@ ${common.step_define()}
 #define DEAD_POS ((INDEX_T)~(INDEX_T)0)
 
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
-% if warp_aggregate and index_t == "uint":
+% if ptx:
+${common.sg_primitives("ptx", 32, wg, 1)}
+${common.sg_ballot_fn("ptx")}
+% endif
+% if ptx and index_t == "uint":
 ${common.wg_scan_warp_fn("wg_scan_index", wg)}
 % else:
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 % endif
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
-% if warp_aggregate:
-${common.sg_primitives("ptx", 32, wg, 1)}
-${common.sg_ballot_fn("ptx")}
-% endif
+${common.counter_fns(index_t)}
+${common.cross_group_fns(ptx, False)}
 
 ## The state a pass runs with: the pivot digits resolved so far (digits 0..digits-1; the last of
 ## them, `bucket`, is the one the pass classifies by) and what remains to select.
@@ -172,23 +138,14 @@ typedef struct {
     uint pad;          /* no padding bytes: every byte of a copied state is written */
 } row_state;
 
-## a counter in global memory; 64-bit ones need cl_khr_int64_base_atomics
-% if index_t == "ulong":
-#define COUNTER_ADD(p, v) atom_add((volatile __global ulong*)(p), (ulong)(v))
-#define COUNTER_TAKE(p) atom_xchg((volatile __global ulong*)(p), (ulong)0)
-% else:
-#define COUNTER_ADD(p, v) atomic_add((volatile __global uint*)(p), (uint)(v))
-#define COUNTER_TAKE(p) atomic_xchg((volatile __global uint*)(p), 0u)
-% endif
-
 ## The shift of digit j of a field of `bits` bits (its last digit the narrower one).
-inline uint digit_shift(uint bits, uint j)
+static inline uint digit_shift(uint bits, uint j)
 {
     const int s = (int)bits - DIGIT_BITS * (int)(j + 1);
     return s > 0 ? (uint)s : 0u;
 }
 
-inline uint digit_at(KEY_T sel, INDEX_T pos, uint j, uint pos_bits)
+static inline uint digit_at(KEY_T sel, INDEX_T pos, uint j, uint pos_bits)
 {
     if (j < KEY_DIGITS)
         return (uint)(sel >> digit_shift(KEY_BITS, j)) & (RADIX - 1);
@@ -196,7 +153,7 @@ inline uint digit_at(KEY_T sel, INDEX_T pos, uint j, uint pos_bits)
 }
 
 ## the bits of sel and pos covered by the first r digits
-inline KEY_T key_mask(uint r)
+static inline KEY_T key_mask(uint r)
 {
     if (r == 0)
         return (KEY_T)0;
@@ -204,7 +161,7 @@ inline KEY_T key_mask(uint r)
     return s <= 0 ? (KEY_T)~(KEY_T)0 : (KEY_T)(~(KEY_T)0 << s);
 }
 
-inline INDEX_T pos_mask(uint r, uint pos_bits)
+static inline INDEX_T pos_mask(uint r, uint pos_bits)
 {
     if (r <= KEY_DIGITS)
         return (INDEX_T)0;
@@ -212,7 +169,7 @@ inline INDEX_T pos_mask(uint r, uint pos_bits)
     return s <= 0 ? (INDEX_T)~(INDEX_T)0 : (INDEX_T)(~(INDEX_T)0 << s);
 }
 
-inline row_state first_state(INDEX_T k, INDEX_T row_len)
+static inline row_state first_state(INDEX_T k, INDEX_T row_len)
 {
     row_state s;
     s.pkey = 0;
@@ -350,7 +307,7 @@ STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, __local ui
 ## The keys of a tile, all loads first, so that a work-item has IPT of them in flight: element i
 ## of a work-item is ELEM(i), runs of VEC consecutive keys, one vector load each in a full tile;
 ## past n they are 0.
-STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T base, INDEX_T n,
+STEP void load_row_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T base, INDEX_T n,
                     bool full, uint lid)
 {
     if (full) {
@@ -385,14 +342,14 @@ STEP void load_positions(__private INDEX_T* pos, const __global INDEX_T* src,
 }
 
 ## A candidate adds one to the count of its digit p in the local histogram.
-% if warp_aggregate:
+% if ptx:
 ## A warp whose candidates share one digit (clustered data) adds once; otherwise each lane adds on
 ## its own. A warp without candidates does nothing.
 % endif
 STEP void count_candidate(__local uint* lhist, bool cand, KEY_T sel, INDEX_T pi, uint p,
                           uint pos_bits, uint lid)
 {
-% if warp_aggregate:
+% if ptx:
     const uint dd = cand ? digit_at(sel, pi, p, pos_bits) : 0xffffffffu;
     const uint any = sg_ballot((uint)cand);
     if (any) {
@@ -514,21 +471,9 @@ STEP INDEX_T take_slots(INDEX_T n, __global INDEX_T* count, __local INDEX_T* l_b
 ## Output slots for a tile: one counter add each (taken, candidates) for the whole tile. *o and *c:
 ## the work-item's first output and candidate slot. The order of the slots is of no consequence
 ## (the selection is sorted afterwards, or returned unordered, and the candidates are a set).
-% if warp_aggregate:
+% if ptx:
 ## NVIDIA: a warp scan (shuffles) of the packed counts, one local add per warp, then one work-item
 ## adds the tile's totals to the row's counters: two barriers.
-## The warp's inclusive sum of v up to this lane (shuffles).
-STEP uint warp_scan_incl(uint v, uint lane)
-{
-    uint x = v;
-    for (uint off = 1; off < 32; off <<= 1) {
-        uint y;
-        asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, -1;" : "=r"(y) : "r"(x), "r"(off));
-        x += lane >= off ? y : 0u;
-    }
-    return x;
-}
-
 STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
                       __global INDEX_T* out_count, __global INDEX_T* cout_count, INDEX_T chunk,
                       uint lid, __private INDEX_T* o, __private INDEX_T* c)
@@ -608,7 +553,7 @@ STEP void fill_dead(INDEX_T a, INDEX_T b, __global KEY_T* cout_key, __global IND
         cout_pos[i] = DEAD_POS;
     }
 }
-% if warp_aggregate:
+% if ptx:
 
 ## The threshold pass on NVIDIA: each warp takes `chunk` slots at a time from the row's counter
 ## (*next to *end, the same in every lane) and hands them to its lanes, without a barrier, so
@@ -661,14 +606,14 @@ STEP bool finished_last(bool add, uint groups_per_row, const __local uint* lhist
         }
     }
     /* this group's histogram adds (and output writes) before its count */
-    GLOBAL_FENCE();
+    global_fence();
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
         *l_last = COUNTER_ADD(counters + 3, 1) == (INDEX_T)(groups_per_row - 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     const bool last = *l_last != 0;
     if (last) {
-        GLOBAL_FENCE();
+        global_fence();
         for (uint j = 0; j < RPT; ++j)
             hd[j] = COUNTER_TAKE(hist + lid * RPT + j);
     }
@@ -850,7 +795,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
     __global volatile uint* ready = sync + 1 + row;
     if (p > 0) {
         if (lid == 0)
-            while (ready_pass(ready) < p)
+            while (load_acquire(ready) < p)
                 ;
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     }
@@ -887,7 +832,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
             *state_next = s;
             COUNTER_TAKE(counters + (size_t)4 * row + 1);   /* pass 2 writes candidates with it */
 %   if signal:
-            signal_pass(ready, p + 1);
+            release_store(ready, p + 1);
 %   endif
         }
         return;
@@ -900,7 +845,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         if (g == 0 && lid == 0) {
             *state_next = st;
 % if signal:
-            signal_pass(ready, p + 1);
+            release_store(ready, p + 1);
 % endif
         }
         return;
@@ -972,7 +917,7 @@ void ${name}(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_le
         INDEX_T pos[IPT];
         uint cls[IPT];    /* 1: among the k, 2: a candidate to write, 0: neither */
         const bool full = base + TILE <= n_src;
-        load_keys(x, src_key, base, n_src, full, lid);
+        load_row_keys(x, src_key, base, n_src, full, lid);
         load_positions(pos, cin_pos, base, n_src, f.from_cands, lid);
 ${classify()}
 ${write()}
@@ -1053,7 +998,7 @@ ${claim_and_write(fill_hole)}
 
 ## The threshold pass (the program of part "threshold"): pass 0's counting over the keys at most
 ## the row's threshold, which it writes as candidates. Its slots come in chunks: a work-group's,
-## or on NVIDIA (warp_aggregate) each warp's own.
+## or on NVIDIA (ptx) each warp's own.
 <%def name="threshold_pass_kernel()">\
 ${pass_head("topk_pass_t", "0")}
 ${threshold_state()}
@@ -1062,7 +1007,7 @@ ${filter_step()}
 ${nothing_decided()}
 ${pass_buffers()}
 ${threshold_chunk()}
-% if warp_aggregate:
+% if ptx:
 ${clear_locals()}
 ${warp_chunk()}
 ${tile_loop(classify_threshold, warp_write)}
@@ -1154,7 +1099,7 @@ ${tile_loop(classify_pass, claim_and_write)}
     }
 ${pass_end()}
     if (lid == 0 && l_last)
-        signal_pass(ready, p + 1);   /* this group wrote the state of pass p + 1 */
+        release_store(ready, p + 1);   /* this group wrote the state of pass p + 1 */
 }
 </%def>
 % if part == "threshold":
@@ -1276,7 +1221,7 @@ void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
     KEY_T x[IPT];
     if (one_tile) {
         const INDEX_T base = 0;
-        load_keys(x, src, base, row_len, row_len == TILE, lid);
+        load_row_keys(x, src, base, row_len, row_len == TILE, lid);
     }
     for (uint p = 0; p <= digits; ++p) {
         for (uint j = 0; j < RPT; ++j)
@@ -1287,7 +1232,7 @@ void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
         for (INDEX_T base = 0; base < row_len; base += TILE) {
             const bool full = base + TILE <= row_len;
             if (!one_tile)
-                load_keys(x, src, base, row_len, full, lid);
+                load_row_keys(x, src, base, row_len, full, lid);
             for (uint i = 0; i < IPT; ++i) {
                 const INDEX_T pi = ELEM(i);
                 const KEY_T sel = order_key(x[i], flip);

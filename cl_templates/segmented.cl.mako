@@ -15,8 +15,8 @@
 ##                 the segment's digit-major count table (from the segment's start), blocks rank
 ##                 each of their tiles in local memory and write its digit runs out.
 ## Invalid offsets (seg_plan sets info[0]) make every kernel of the call return at once.
-## The steps are static inline functions (see onesweep.cl.mako for why static); those taking the
-## tile's private arrays are always inlined (STEP).
+## The steps are static inline functions (common.mako says why); those taking the tile's private
+## arrays are always inlined (STEP).
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), wg, ipt, value_t (None for
 ## keys only), index_t ("uint" below 2**31 keys, else "ulong"), off_t (the offsets' type: "int" or
@@ -37,11 +37,6 @@
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-#define INDEX_ADD atom_add
-#define INDEX_XCHG atom_xchg
-% else:
-#define INDEX_ADD atomic_add
-#define INDEX_XCHG atomic_xchg
 % endif
 % if backend == "khr":
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
@@ -61,6 +56,8 @@ ${common.step_define()}
 #define SG_ATTR
 % endif
 
+${common.sg_primitives(backend, sg_size, wg, 9)}
+${common.counter_fns(index_t)}
 % if backend == "ptx":
 ${common.wg_scan_warp_fn("wg_scan_uint", wg)}
 % else:
@@ -72,7 +69,6 @@ ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 ${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
                       at="(x % NW) * RADIX + x / NW")}
 ${common.wg_any_fn()}
-${common.sg_primitives(backend, sg_size, wg, 9)}
 % if backend == "ptx":
 /* sg_match for a round without padding: digits below RADIX need one ballot per digit bit */
 ${common.ballot_match_fn("sg_match_digits", 8, scratch=False)}
@@ -197,11 +193,11 @@ static inline uint run_segment(__local const INDEX_T* lofs, uint a, uint b, INDE
 /* One run: segments [a, b) of the work-group (bounds lofs[a..b], together at most TILE keys)
    sorted in local memory and written out. Keys and values are read before anything is written,
    so the output may be the input (in place). */
-STEP void sort_run(${common.stream_params(value_t, 19, restrict=False) | trim}
-                   __local const INDEX_T* lofs, uint a, uint b, uint begin_bit,
-                   uint end_bit, KEY_T flip, uint write_keys, __local KEY_T* lkeys,
-                   __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
-                   __local uint* lscan, uint w, uint lane, uint lid)
+STEP void sort_tile_run(${common.stream_params(value_t, 24, restrict=False) | trim}
+                        __local const INDEX_T* lofs, uint a, uint b, uint begin_bit,
+                        uint end_bit, KEY_T flip, uint write_keys, __local KEY_T* lkeys,
+                        __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
+                        __local uint* lscan, uint w, uint lane, uint lid)
 {
     const INDEX_T base = lofs[a];
     const uint valid = (uint)(lofs[b] - base);
@@ -315,12 +311,12 @@ void seg_local(${common.stream_params(value_t, 15, restrict=False) | trim}
             else
                 hi = mid - 1;
         }
-        sort_run(keys_in, 0, keys_out, 0,
+        sort_tile_run(keys_in, 0, keys_out, 0,
 % if value_t:
-                 vals_in, 0, vals_out, 0, vals_iota,
+                      vals_in, 0, vals_out, 0, vals_iota,
 % endif
-                 lofs, a, lo, begin_bit, end_bit, flip, write_keys, lkeys, lsrc, lcount, lsg,
-                 lscan, w, lane, lid);
+                      lofs, a, lo, begin_bit, end_bit, flip, write_keys, lkeys, lsrc, lcount,
+                      lsg, lscan, w, lane, lid);
         a = lo;
     }
 }
@@ -351,16 +347,16 @@ void seg_plan(__global const OFF_T* restrict offsets, ulong offsets_off, INDEX_T
         next = (long)seg_bound(offsets, row_len, s + 1);
     }
     if (prev < 0 || next < prev || next > (long)n) {
-        INDEX_XCHG(&info[0], (INDEX_T)1);
+        COUNTER_XCHG(&info[0], 1);
         return;
     }
     if (s == num_segments || next - prev <= TILE)
         return;
     const INDEX_T nb = seg_blocks((INDEX_T)(next - prev), max_blocks);
-    const INDEX_T r = INDEX_ADD(&info[1], (INDEX_T)1);
-    const INDEX_T g0 = INDEX_ADD(&info[2], nb);
+    const INDEX_T r = COUNTER_ADD(&info[1], 1);
+    const INDEX_T g0 = COUNTER_ADD(&info[2], nb);
     if (r >= lcap || g0 + nb > gcap) {
-        INDEX_XCHG(&info[0], (INDEX_T)1);
+        COUNTER_XCHG(&info[0], 1);
         return;
     }
     large[r] = s;

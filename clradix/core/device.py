@@ -42,6 +42,12 @@ class DeviceProfile:
     def is_nvidia(self):
         return "nvidia" in self.vendor.lower() or "nvidia" in self.platform.lower()
 
+    @property
+    def has_ptx(self):
+        """Whether the device is an NVIDIA GPU, whose OpenCL compiler takes inline PTX (warp votes
+        and shuffles, fences, relaxed and acquire accesses): the templates' ``ptx``."""
+        return self.is_nvidia and self.is_gpu
+
     def has_extension(self, name):
         return name in self.extensions
 

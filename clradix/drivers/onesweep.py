@@ -87,7 +87,7 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
     return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                 lookback=pol.lookback, spin_limit=pol.spin_limit,
                 force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
-                status_atomics=status_atomics(profile, device),
+                ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
                 serial_claim="oclgrind" in profile.platform.lower(),
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]))
 
@@ -97,7 +97,7 @@ def status_atomics(profile, device):
     GPUs; OpenCL C 2.0 relaxed atomic loads and stores where the compiler has them (plain
     accesses on a CPU); else OpenCL 1.2 read-modify-writes (correct, but each is a locked
     instruction on a CPU)."""
-    if profile.is_nvidia and profile.is_gpu:
+    if profile.has_ptx:
         return "ptx"
     return "c11" if _c_version(device) >= (2, 0) else "cl12"
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.launches import KEYS_IN, KEYS_OUT, VALS_OUT, Buf, LaunchSequence, Off
 from ..core.sizes import cl_index_name, round_up
-from ..policies.topk import RADIX, warp_aggregate
+from ..policies.topk import RADIX
 from .base import Build, Driver
 
 STATE_BYTES = 64  # sizeof(row_state) is at most 56
@@ -59,7 +59,7 @@ class RadixSelect(Driver):
                       out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
                       wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
                       part="select",
-                      warp_aggregate=warp_aggregate(plan.profile),
+                      ptx=plan.profile.has_ptx,
                       skip_idle_tiles=plan.profile.is_gpu, fused=plan.fused)
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
         # argument); the threshold pass (plan.sample) is a program of its own

@@ -347,7 +347,7 @@ def _small_policy(profile, codec, value_bytes, fields):
     """The one-work-group policy for this device and key (None if not even 256 keys fit): 8-bit
     digits ranked as onesweep does on NVIDIA GPUs (the largest items_per_thread that fits), else
     4-bit split passes (items_per_thread halved until it fits)."""
-    nvidia = profile.is_gpu and profile.is_nvidia and "ptx" in ranking_backends(profile)
+    nvidia = "ptx" in ranking_backends(profile)
     name = "nvidia-single" if nvidia else "small" if profile.is_gpu else "cpu-small"
     pol = replace(_DEFAULTS[name], **{k: v for k, v in fields.items() if k != "algorithm"})
     if pol.radix_bits == 8 and "ranking" not in fields:
@@ -450,7 +450,7 @@ def fused_unreliable(profile):
 def ranking_backends(profile):
     """The subgroup ranking back-ends ``profile`` supports, best first ("local" always works)."""
     out = []
-    if profile.is_nvidia and profile.is_gpu:
+    if profile.has_ptx:
         out.append("ptx")
     if profile.has_extension("cl_intel_required_subgroup_size"):
         if profile.has_extension("cl_khr_subgroup_ballot"):

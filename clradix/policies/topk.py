@@ -283,7 +283,7 @@ def _caller_index(row_len, idx_bytes):
 def warp_aggregate(profile):
     """Whether the selection kernels use NVIDIA's warp primitives (ballots, shuffles): warps merge
     equal digits into one local add, and each warp of the threshold pass claims its own slots."""
-    return profile.is_nvidia and profile.is_gpu
+    return profile.has_ptx
 
 
 def _threshold_sample(policy, profile, key_bytes, row_len, k, cap):
