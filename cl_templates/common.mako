@@ -165,7 +165,7 @@ static inline uint wg_any(__local uint* flag, uint mine)
 }
 </%def>
 
-## Subgroup primitives for ranking (seed 003's SIMD counting), one back-end per device:
+## Subgroup primitives for ranking (SIMD digit counting, docs/algorithms.md), one back-end per device:
 ##   "ptx"    NVIDIA: inline PTX (vote.sync.ballot per digit bit, %lanemask_lt, bar.warp.sync); warps of 32
 ##   "khr"    cl_khr_subgroup_ballot: a ballot per digit bit builds the match mask
 ##   "intel"  cl_intel_subgroups: shuffles build the match mask
@@ -183,8 +183,8 @@ static inline uint sg_id(void) { return get_local_id(0) >> 5; }
 static inline uint sg_lt_mask(void) { uint r; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(r)); return r; }
 static inline void sg_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 /* the lanes whose d equals this lane's, from one vote.ballot per bit of d (CUB's util_ptx.cuh notes
-   that match.any.sync is slower when matching few bits; H100, onesweep 2^28 uint32 keys, 256 x 16:
-   11.15 ms against 11.85 ms with match.any.sync, 256 x 20: 10.34 against 13.20 ms) */
+   that match.any.sync is slower when matching few bits, and so it is for 8-bit digits here:
+   BENCHMARKS_NOTES.md, "Onesweep on NVIDIA: ballots and tiles") */
 ${ballot_match_fn("sg_match", match_bits)}
 /* (this back-end only) lane src's v, for every lane */
 static inline uint sg_shuffle(uint v, uint src)
@@ -261,8 +261,8 @@ static inline uint sg_match(uint d, __local uint* scratch)
 static inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""})
 {
     /* each bit's vote, its complement for a clear bit and the AND inside one asm statement: no
-       predicate lives outside it (NVIDIA's ptxas, driver 580, failed to allocate predicate
-       registers for the selects of the C form in unrolled rankings: "register count of '7'") */
+       predicate lives outside it (NVIDIA's ptxas cannot always allocate predicate registers
+       for the selects of the C form in an unrolled ranking: "register count of '7'") */
     uint m = 0xffffffffu;
 % for b in range(bits):
     asm("{ .reg .pred q; .reg .b32 t; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 t, q, -1;"

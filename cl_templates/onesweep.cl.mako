@@ -1,38 +1,38 @@
-## Onesweep LSD radix sort (Adinets & Merrill), with a constant-size status ring and fallback.
-##   os_histogram - work-groups in a grid-stride loop count every digit of every pass in one read
-##                  of the keys
-##   os_bins      - one work-group per pass: exclusive scan of that pass's digit counts
-##   os_pass      - one launch per digit pass (and per portion of at most 2**28 keys): tiles take
-##                  their id from an atomic counter, count their digits and publish the counts,
-##                  rank their keys stably by digit with subgroup match masks and place them in
-##                  local memory in digit order, then look back over predecessors in a ring of
-##                  status words (so the wait for predecessors comes after the tile's own work,
-##                  and only local positions are held through it), publish their inclusive prefix
-##                  and write the keys out, coalesced. Its steps are functions, in this order:
-##                  take_tile, load_keys, count_digits, claim_slot, publish (the counts),
-##                  rank_keys, rake_scan_counts, scatter_to_local, look_back, publish_prefix,
-##                  release_slot, scatter_keys, scatter_values.
-##   os_small     - a whole sort of at most one tile by one work-group: os_pass's ranking and
-##                  placement in local memory for every digit, then one write.
-##
-## Work-groups talk to each other only through the status ring, the done words and the counters,
-## and only with atomic functions (common.mako's cross_group_fns): by OpenCL's rules a plain
-## access to a word that another work-group writes during the same launch is a data race.
-## Status word (32 bits): [31:30] flag (0 not ready, 1 aggregate, 2 inclusive prefix), [29] epoch
-## (parity of tile / RING, so a slot's previous owner is never mistaken for its current one),
-## [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
-## The ring: tile t uses slot t % RING. A tile looks back at most LOOKBACK tiles through the ring
-## (beyond that it recomputes counts from keys), and may only claim its slot once every tile that
-## could still read the slot's previous owner has finished its look-back: tiles t - RING to
-## t - RING + LOOKBACK. A tile marks itself done in a ring of done words (done[t % RING] = t + 1,
-## which only grows), and a claimant reads those words.
-## Two rings: launch k (a pass, or a portion of one) reads ring k % 2 and zeroes the part of the
-## other ring that launch k + 1 will use; os_histogram zeroes ring 0 for the first launch.
-## Fallback (seed 004): a look-back that spins SPIN_LIMIT times on a tile that has not published,
-## computes that tile's digit counts from its keys, posts them, and goes on. FORCE_FALLBACK does so
-## at once, for tests.
-## The functions are `static inline` (common.mako says why). Steps take the tile's registers as
-## private arrays (KEY_T k[IPT]): once inlined, they stay in registers.
+/* Onesweep LSD radix sort (Adinets & Merrill), with a constant-size status ring and fallback.
+     os_histogram - work-groups in a grid-stride loop count every digit of every pass in one read
+                    of the keys
+     os_bins      - one work-group per pass: exclusive scan of that pass's digit counts
+     os_pass      - one launch per digit pass (and per portion of at most 2**28 keys): tiles take
+                    their id from an atomic counter, count their digits and publish the counts,
+                    rank their keys stably by digit with subgroup match masks and place them in
+                    local memory in digit order, then look back over predecessors in a ring of
+                    status words (so the wait for predecessors comes after the tile's own work,
+                    and only local positions are held through it), publish their inclusive prefix
+                    and write the keys out, coalesced. Its steps are functions, in this order:
+                    take_tile, load_keys, count_digits, claim_slot, publish (the counts),
+                    rank_keys, rake_scan_counts, scatter_to_local, look_back, publish_prefix,
+                    release_slot, scatter_keys, scatter_values.
+     os_small     - a whole sort of at most one tile by one work-group: os_pass's ranking and
+                    placement in local memory for every digit, then one write.
+
+   Work-groups talk to each other only through the status ring, the done words and the counters,
+   and only with atomic functions (common.mako's cross_group_fns): by OpenCL's rules a plain
+   access to a word that another work-group writes during the same launch is a data race.
+   Status word (32 bits): [31:30] flag (0 not ready, 1 aggregate, 2 inclusive prefix), [29] epoch
+   (parity of tile / RING, so a slot's previous owner is never mistaken for its current one),
+   [28:0] count, relative to the portion (so a portion holds fewer than 2**29 keys).
+   The ring: tile t uses slot t % RING. A tile looks back at most LOOKBACK tiles through the ring
+   (beyond that it recomputes counts from keys), and may only claim its slot once every tile that
+   could still read the slot's previous owner has finished its look-back: tiles t - RING to
+   t - RING + LOOKBACK. A tile marks itself done in a ring of done words (done[t % RING] = t + 1,
+   which only grows), and a claimant reads those words.
+   Two rings: launch k (a pass, or a portion of one) reads ring k % 2 and zeroes the part of the
+   other ring that launch k + 1 will use; os_histogram zeroes ring 0 for the first launch.
+   Fallback (decoupled fallback): a look-back that spins SPIN_LIMIT times on a tile that has not
+   published computes that tile's digit counts from its keys, posts them, and goes on.
+   FORCE_FALLBACK does so at once, for tests.
+   The functions are `static inline` (common.mako says why). Steps take the tile's registers as
+   private arrays (KEY_T k[IPT]): once inlined, they stay in registers. */
 <%namespace name="common" file="common.mako"/>
 <%
     RADIX = 1 << radix_bits
@@ -265,8 +265,8 @@ ${unroll}
 /* claim the ring slot: its previous owner (t - RING) and every tile that may still read that
    owner (t - RING + 1 .. t - RING + LOOKBACK) must have finished their look-back. The owner
    itself matters: until it is done, it may still write its prefix and its done word into
-   this slot (a done word that went back from t + 1 to t - RING + 1 once left a later
-   claimant waiting for ever).
+   this slot (were its done word to go back from t + 1 to t - RING + 1, a later claimant
+   would wait for ever).
    Why the wait ends: the tiles waited for took their ids from the atomic counter before this
    tile did, so their work-groups have started, and a device runs the work-groups it has
    started. Each of them reaches its done word in a bounded number of steps: its look-back
@@ -278,16 +278,16 @@ static inline void claim_slot(uint t, __global volatile uint* done, __local uint
 {
     if (t >= RING) {
 % if serial_claim:
-        /* one work-item waits for every done word in turn: on oclgrind 21.10 a wait shared by
-           several work-items of a group never ended (with or without barriers in it), although
-           every word it waited for had been written */
+        /* one work-item waits for every done word in turn: on oclgrind a wait shared by
+           several work-items of a group does not end (with or without barriers in it), although
+           every word it waits for has been written */
         if (lid == 0)
             for (uint x = t - RING; x <= t - RING + LOOKBACK; ++x)
                 while (status_load(&done[x % RING]) < x + 1)
                     ;
 % else:
-        /* the work-group checks the done words together, a round at a time (H100: a loop in
-           which each work-item waits for its own words on its own took 5 % longer at 2^28) */
+        /* the work-group checks the done words together, a round at a time (faster on NVIDIA
+           than a loop in which each work-item waits for its own words alone) */
         for (;;) {
             uint busy = 0;
             for (uint x = t - RING + lid; x <= t - RING + LOOKBACK; x += WG)
@@ -320,8 +320,8 @@ ${common.rank_rounds(backend, unroll)}
 }
 
 /* the keys go to local memory in digit order, their digits beside them in ldig (so that the
-   scatter does not compute a key's order key again: 3 % of a floating-point sort on the H200)
-   (lcount: the scanned subgroup counters): through the
+   scatter does not compute a key's order key again) (lcount: the scanned subgroup counters):
+   through the
    look-back each work-item holds only their local positions, dest[i] (TILE for padding) */
 static inline void scatter_to_local(__private uint dest[IPT], __private const uint dig[IPT],
                                     __private const KEY_T k[IPT], __local const uint* lcount,
@@ -718,8 +718,8 @@ ${tile_locals()}
                 arrive(&work[2]);
         }
     } else {
-        /* a tile of a pass (an else, not an early return from the branch above: PoCL hung in
-           the ring claim's loop of barriers after such a return) */
+        /* a tile of a pass (an else, not an early return from the branch above: PoCL does not
+           finish the ring claim's loop of barriers after such a return) */
         const uint u = v - hist_groups;
         const uint p = u / tiles;
         const uint t = u - p * tiles;

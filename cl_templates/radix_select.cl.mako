@@ -1,65 +1,65 @@
-## Top-k by most-significant-digit radix select (seed 000; the pass structure of AIR top-k), for
-## `rows` rows of `row_len` keys.
-##
-## The selection key of an element is the pair (sel, pos): sel is the order key (common.mako),
-## inverted for the largest k, and pos its position in the row. The k smallest pairs are selected;
-## as pairs are distinct, the k-th one is unique, ties go to the smaller position and NaN, whose
-## order key is the largest, counts as the largest value. Digits of DIGIT_BITS (11) are taken from
-## sel (KEY_DIGITS of them: 3 for 32-bit keys) and then from pos (pos_bits, the bit length of the
-## row's largest position), most significant first; a field's last digit is the narrower one (its
-## low bits): digit j of a b-bit field is (field >> max(b - DIGIT_BITS (j + 1), 0)) & (RADIX - 1),
-## whose bits above the digit's own were resolved by the digits before it.
-##
-##   topk_init   - per row: state, counters and histogram zeroed
-##   topk_sample / topk_pass_t - (sample > 0: the threshold pass) one work-group per row sorts
-##                 `sample` keys taken at evenly spaced positions and makes the order key of rank
-##                 `rank` among them the row's threshold; topk_pass_t then reads the row once,
-##                 writes every key whose order key is at most the threshold as a candidate and
-##                 counts their digit 0. When at least k and at most cap keys passed (the k-th
-##                 of the row is among them), its last work-group writes the state of pass 1 (a
-##                 pivot among the candidates) and pass 0 returns at once: the row is read once.
-##                 Otherwise pass 0 and the later passes run as without it.
-##   topk_pass   - pass p reads the row (or the candidates of pass p - 1) once: an element that
-##                 matched digits 0..p-2 is classified by its digit p - 1 against the pivot (the
-##                 row state): below goes to the output (an atomic slot), equal is a candidate
-##                 (written to the candidate buffer when the pivot bucket fits it, and counted by
-##                 its digit p), above is dropped. Pass 0 only counts digit 0. The work-group that
-##                 finishes the pass last in its row (an atomic counter of finished groups: no
-##                 group waits for another) scans the histogram and writes the next pivot to the
-##                 row state; when the pivot bucket is exactly what is still needed, the next pass
-##                 takes it whole and the row is done (later passes return at once).
-##   topk_single - one work-group per row does every pass over its row (re-read from global
-##                 memory, a cache's worth for the rows it is planned for), the histogram and pivot
-##                 in local memory, and (sorted, k <= sort_size) sorts the selection in local
-##                 memory: the whole top-k in one launch.
-##   topk_fused  - (fused) every pass of topk_pass in one launch: work-groups in pass order, a
-##                 pass's groups waiting until the pass before wrote the row's state
-##   topk_sort_rows - per row, in local memory: bitonic sort of the k selected pairs (sorted=True)
-##   topk_row_of / topk_gather - the pieces of the global-sort route for larger k
-##
-## For random 32-bit keys pass 0 and pass 1 read the row and later passes only candidates. A pivot
-## bucket larger than the candidate buffer (clustered data) is not written; the next pass re-reads
-## the row instead (the adaptive re-read).
-##
-## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions and
-## counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
-## for the global-sort route), idx_t (the caller's index type), wg (a power of two, 64 to RADIX),
-## ipt, sort_size (power of two, the largest k that topk_sort_rows and topk_single sort; 0 when
-## they do not sort), sample (0, or the threshold pass's sample per row: a power of two of at
-## least 2 wg), part ("select": every kernel but the threshold pass's; "threshold": topk_sample
-## and topk_pass_t, a program of their own: a compiler may count the local arrays of every pass
-## kernel of one program against one of them, as oclgrind's does), ptx (an NVIDIA GPU,
-## common.mako: warp ballots and a shuffle merge a warp's equal digits into one local atomic,
-## and the fences and acquire loads are PTX's), fused (topk_fused is built), skip_idle_tiles (GPUs:
-## a tile none of whose elements is taken or written skips claiming slots, the branch around the
-## claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
-## uniform branch into wrong or missing output slots, and the scan costs a CPU little).
-##
-## Work-item dependent branches after a barrier: PoCL 3.1 treats the first branch of a region after
-## a barrier as uniform when it is a loop whose bounds depend on the work-item (a per-digit loop
-## `for (d = lid; d < RADIX; d += WG)` ran for every work-item). So the kernels walk the histogram
-## with loops of a fixed trip count (RADIX / WG digits per work-item) and branch on lid only in
-## `if`s.
+/* Top-k by most-significant-digit radix select (the pass structure of AIR top-k), for
+   `rows` rows of `row_len` keys.
+
+   The selection key of an element is the pair (sel, pos): sel is the order key (common.mako),
+   inverted for the largest k, and pos its position in the row. The k smallest pairs are selected;
+   as pairs are distinct, the k-th one is unique, ties go to the smaller position and NaN, whose
+   order key is the largest, counts as the largest value. Digits of DIGIT_BITS (11) are taken from
+   sel (KEY_DIGITS of them: 3 for 32-bit keys) and then from pos (pos_bits, the bit length of the
+   row's largest position), most significant first; a field's last digit is the narrower one (its
+   low bits): digit j of a b-bit field is (field >> max(b - DIGIT_BITS (j + 1), 0)) & (RADIX - 1),
+   whose bits above the digit's own were resolved by the digits before it.
+
+     topk_init   - per row: state, counters and histogram zeroed
+     topk_sample / topk_pass_t - (sample > 0: the threshold pass) one work-group per row sorts
+                   `sample` keys taken at evenly spaced positions and makes the order key of rank
+                   `rank` among them the row's threshold; topk_pass_t then reads the row once,
+                   writes every key whose order key is at most the threshold as a candidate and
+                   counts their digit 0. When at least k and at most cap keys passed (the k-th
+                   of the row is among them), its last work-group writes the state of pass 1 (a
+                   pivot among the candidates) and pass 0 returns at once: the row is read once.
+                   Otherwise pass 0 and the later passes run as without it.
+     topk_pass   - pass p reads the row (or the candidates of pass p - 1) once: an element that
+                   matched digits 0..p-2 is classified by its digit p - 1 against the pivot (the
+                   row state): below goes to the output (an atomic slot), equal is a candidate
+                   (written to the candidate buffer when the pivot bucket fits it, and counted by
+                   its digit p), above is dropped. Pass 0 only counts digit 0. The work-group that
+                   finishes the pass last in its row (an atomic counter of finished groups: no
+                   group waits for another) scans the histogram and writes the next pivot to the
+                   row state; when the pivot bucket is exactly what is still needed, the next pass
+                   takes it whole and the row is done (later passes return at once).
+     topk_single - one work-group per row does every pass over its row (re-read from global
+                   memory, a cache's worth for the rows it is planned for), the histogram and pivot
+                   in local memory, and (sorted, k <= sort_size) sorts the selection in local
+                   memory: the whole top-k in one launch.
+     topk_fused  - (fused) every pass of topk_pass in one launch: work-groups in pass order, a
+                   pass's groups waiting until the pass before wrote the row's state
+     topk_sort_rows - per row, in local memory: bitonic sort of the k selected pairs (sorted=True)
+     topk_row_of / topk_gather - the pieces of the global-sort route for larger k
+
+   For random 32-bit keys pass 0 and pass 1 read the row and later passes only candidates. A pivot
+   bucket larger than the candidate buffer (clustered data) is not written; the next pass re-reads
+   the row instead (the adaptive re-read).
+
+   Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), index_t (positions and
+   counts), out_index_t (indices topk_pass writes: row positions, or indices into the whole batch
+   for the global-sort route), idx_t (the caller's index type), wg (a power of two, 64 to RADIX),
+   ipt, sort_size (power of two, the largest k that topk_sort_rows and topk_single sort; 0 when
+   they do not sort), sample (0, or the threshold pass's sample per row: a power of two of at
+   least 2 wg), part ("select": every kernel but the threshold pass's; "threshold": topk_sample
+   and topk_pass_t, a program of their own: a compiler may count the local arrays of every pass
+   kernel of one program against one of them, as oclgrind's does), ptx (an NVIDIA GPU,
+   common.mako: warp ballots and a shuffle merge a warp's equal digits into one local atomic,
+   and the fences and acquire loads are PTX's), fused (topk_fused is built), skip_idle_tiles (GPUs:
+   a tile none of whose elements is taken or written skips claiming slots, the branch around the
+   claim's barriers uniform by a local flag; CPUs claim for every tile: PoCL 3.0 turns that
+   uniform branch into wrong or missing output slots, and the scan costs a CPU little).
+
+   Work-item dependent branches after a barrier: PoCL 3.1 treats the first branch of a region after
+   a barrier as uniform when it is a loop whose bounds depend on the work-item (a per-digit loop
+   `for (d = lid; d < RADIX; d += WG)` ran for every work-item). So the kernels walk the histogram
+   with loops of a fixed trip count (RADIX / WG digits per work-item) and branch on lid only in
+   `if`s. */
 <%namespace name="common" file="common.mako"/>
 <%
     DIGIT_BITS = 11
@@ -99,7 +99,7 @@
 % endif
 ${common.step_define()}
 
-## row state flags
+/* row state flags */
 #define F_LAST 1u        /* the pass takes the pivot bucket whole; then the row is done */
 #define F_DONE 2u
 #define F_SRC_CANDS 4u   /* the pass reads the candidates written by the pass before it */
@@ -124,8 +124,8 @@ ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 ${common.counter_fns(index_t)}
 ${common.cross_group_fns(ptx, False)}
 
-## The state a pass runs with: the pivot digits resolved so far (digits 0..digits-1; the last of
-## them, `bucket`, is the one the pass classifies by) and what remains to select.
+/* The state a pass runs with: the pivot digits resolved so far (digits 0..digits-1; the last of
+   them, `bucket`, is the one the pass classifies by) and what remains to select. */
 typedef struct {
     ulong pkey;        /* resolved digits of sel (a KEY_T) */
     INDEX_T ppos;      /* resolved digits of pos */
@@ -138,7 +138,7 @@ typedef struct {
     uint pad;          /* no padding bytes: every byte of a copied state is written */
 } row_state;
 
-## The shift of digit j of a field of `bits` bits (its last digit the narrower one).
+/* The shift of digit j of a field of `bits` bits (its last digit the narrower one). */
 static inline uint digit_shift(uint bits, uint j)
 {
     const int s = (int)bits - DIGIT_BITS * (int)(j + 1);
@@ -152,7 +152,7 @@ static inline uint digit_at(KEY_T sel, INDEX_T pos, uint j, uint pos_bits)
     return (uint)(pos >> digit_shift(pos_bits, j - KEY_DIGITS)) & (RADIX - 1);
 }
 
-## the bits of sel and pos covered by the first r digits
+/* the bits of sel and pos covered by the first r digits */
 static inline KEY_T key_mask(uint r)
 {
     if (r == 0)
@@ -184,8 +184,8 @@ static inline row_state first_state(INDEX_T k, INDEX_T row_len)
     return s;
 }
 
-## The temporaries live in one buffer (no sub-buffers): each at a byte offset (a multiple of
-## 4 KiB) of `temp`.
+/* The temporaries live in one buffer (no sub-buffers): each at a byte offset (a multiple of
+   4 KiB) of `temp`. */
 #define AT(type, off) ((__global type*)(temp + (off)))
 
 % if part == "select":
@@ -213,11 +213,11 @@ __kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_of
 }
 % endif
 
-## The row state for pass p + 1 from st (the state pass p ran with) and the histogram of digit p
-## that pass p counted (work-item lid holds digits lid * RPT ... lid * RPT + RPT - 1 of it, in hd):
-## the bucket that holds the remaining k-th pair. Once that bucket is exactly what is still
-## needed, pass p + 1 takes it whole; after that pass the row is done. Every work-item calls it
-## and gets the state (through *lstate).
+/* The row state for pass p + 1 from st (the state pass p ran with) and the histogram of digit p
+   that pass p counted (work-item lid holds digits lid * RPT ... lid * RPT + RPT - 1 of it, in hd):
+   the bucket that holds the remaining k-th pair. Once that bucket is exactly what is still
+   needed, pass p + 1 takes it whole; after that pass the row is done. Every work-item calls it
+   and gets the state (through *lstate). */
 STEP row_state next_state(row_state st, const __private INDEX_T* hd, uint p, uint pos_bits,
                           INDEX_T cap, __local INDEX_T* scratch, __local row_state* lstate,
                           uint lid)
@@ -263,8 +263,8 @@ STEP row_state next_state(row_state st, const __private INDEX_T* hd, uint p, uin
     return r;
 }
 
-## What pass p tests an element against, from its row state: the digits resolved before digit
-## p - 1 (pkey, ppos under kmask, pmask), the pivot digit of digit p - 1 (bucket) and the flags.
+/* What pass p tests an element against, from its row state: the digits resolved before digit
+   p - 1 (pkey, ppos under kmask, pmask), the pivot digit of digit p - 1 (bucket) and the flags. */
 typedef struct {
     KEY_T pkey, kmask, flip;
     INDEX_T ppos, pmask;
@@ -291,7 +291,7 @@ STEP pass_filter filter_of(row_state st, uint p, uint pos_bits, KEY_T flip)
     return f;
 }
 
-## The local histogram, the tiles' output flags and the slot scratch, zeroed.
+/* The local histogram, the tiles' output flags and the slot scratch, zeroed. */
 STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, __local uint* scratch,
                             uint lid)
 {
@@ -304,9 +304,9 @@ STEP void clear_pass_locals(__local uint* lhist, __local uint* l_any, __local ui
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-## The keys of a tile, all loads first, so that a work-item has IPT of them in flight: element i
-## of a work-item is ELEM(i), runs of VEC consecutive keys, one vector load each in a full tile;
-## past n they are 0.
+/* The keys of a tile, all loads first, so that a work-item has IPT of them in flight: element i
+   of a work-item is ELEM(i), runs of VEC consecutive keys, one vector load each in a full tile;
+   past n they are 0. */
 STEP void load_row_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T base, INDEX_T n,
                     bool full, uint lid)
 {
@@ -326,7 +326,7 @@ STEP void load_row_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T b
     }
 }
 
-## The row positions of a tile's elements: read with the candidates, or the elements' own.
+/* The row positions of a tile's elements: read with the candidates, or the elements' own. */
 STEP void load_positions(__private INDEX_T* pos, const __global INDEX_T* src,
                          INDEX_T base, INDEX_T n, bool from_cands, uint lid)
 {
@@ -370,9 +370,9 @@ STEP void count_candidate(__local uint* lhist, bool cand, KEY_T sel, INDEX_T pi,
 % endif
 }
 
-## An element by its digit p - 1 against the pivot: 1 among the k, 2 a candidate to write, 0
-## neither (above the pivot, decided earlier, invalid, or a candidate not written). Candidates are
-## counted by digit p.
+/* An element by its digit p - 1 against the pivot: 1 among the k, 2 a candidate to write, 0
+   neither (above the pivot, decided earlier, invalid, or a candidate not written). Candidates are
+   counted by digit p. */
 STEP uint classify(KEY_T sel, INDEX_T pi, bool valid, pass_filter f, __local uint* lhist,
                    uint lid)
 {
@@ -386,8 +386,8 @@ STEP uint classify(KEY_T sel, INDEX_T pi, bool valid, pass_filter f, __local uin
     return take ? 1u : (cand && f.write ? 2u : 0u);
 }
 
-## cls[i] for each element of a tile; returns how many are taken and how many are candidates to
-## write.
+/* cls[i] for each element of a tile; returns how many are taken and how many are candidates to
+   write. */
 STEP uint2 classify_tile(__private uint* cls, const __private KEY_T* x,
                          const __private INDEX_T* pos, INDEX_T base, INDEX_T n, bool full,
                          pass_filter f, __local uint* lhist, uint lid)
@@ -410,8 +410,8 @@ STEP uint2 classify_tile(__private uint* cls, const __private KEY_T* x,
 }
 
 % if sample:
-## The threshold pass's classification: an element whose order key is at most the row's threshold
-## is a candidate to write, counted by its digit 0; none is taken.
+/* The threshold pass's classification: an element whose order key is at most the row's threshold
+   is a candidate to write, counted by its digit 0; none is taken. */
 STEP uint2 threshold_tile(__private uint* cls, const __private KEY_T* x,
                           const __private INDEX_T* pos, INDEX_T base, INDEX_T n, bool full,
                           KEY_T thresh, KEY_T flip, uint pos_bits, __local uint* lhist, uint lid)
@@ -429,9 +429,9 @@ STEP uint2 threshold_tile(__private uint* cls, const __private KEY_T* x,
 }
 
 % endif
-## Whether some work-item of the tile has output: one flag per tile in a rotation of three, so one
-## barrier per tile suffices (tile t's flag is cleared during tile t + 1, once every work-item has
-## read it, and set again only in tile t + 3).
+/* Whether some work-item of the tile has output: one flag per tile in a rotation of three, so one
+   barrier per tile suffices (tile t's flag is cleared during tile t + 1, once every work-item has
+   read it, and set again only in tile t + 3). */
 STEP uint tile_has_output(bool mine, __local uint* l_any, uint tile_no, uint lid)
 {
     if (mine)
@@ -443,12 +443,12 @@ STEP uint tile_has_output(bool mine, __local uint* l_any, uint tile_no, uint lid
     return any;
 }
 
-## The first of n candidate slots: one add to the row's counter (chunk 0), or (the threshold
-## pass, whose candidates come from every tile of the row: one counter shared by every group of
-## the row costs more than the read) from the group's chunk of slots, l_base[2] (next) to
-## l_base[3] (end); when the n do not fit, a new chunk of at least `chunk` slots, and the rest of
-## the old one a hole, l_base[4] to l_base[5], which the group fills with dead entries.
-## Called by one work-item.
+/* The first of n candidate slots: one add to the row's counter (chunk 0), or (the threshold
+   pass, whose candidates come from every tile of the row: one counter shared by every group of
+   the row costs more than the read) from the group's chunk of slots, l_base[2] (next) to
+   l_base[3] (end); when the n do not fit, a new chunk of at least `chunk` slots, and the rest of
+   the old one a hole, l_base[4] to l_base[5], which the group fills with dead entries.
+   Called by one work-item. */
 STEP INDEX_T take_slots(INDEX_T n, __global INDEX_T* count, __local INDEX_T* l_base,
                         INDEX_T chunk)
 {
@@ -472,8 +472,8 @@ STEP INDEX_T take_slots(INDEX_T n, __global INDEX_T* count, __local INDEX_T* l_b
 ## the work-item's first output and candidate slot. The order of the slots is of no consequence
 ## (the selection is sorted afterwards, or returned unordered, and the candidates are a set).
 % if ptx:
-## NVIDIA: a warp scan (shuffles) of the packed counts, one local add per warp, then one work-item
-## adds the tile's totals to the row's counters: two barriers.
+/* NVIDIA: a warp scan (shuffles) of the packed counts, one local add per warp, then one work-item
+   adds the tile's totals to the row's counters: two barriers. */
 STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
                       __global INDEX_T* out_count, __global INDEX_T* cout_count, INDEX_T chunk,
                       uint lid, __private INDEX_T* o, __private INDEX_T* c)
@@ -498,7 +498,7 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
     *c = l_base[1] + (wbase >> 16);
 }
 % else:
-## A work-group scan of (taken, candidates): slots in tile order.
+/* A work-group scan of (taken, candidates): slots in tile order. */
 STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local INDEX_T* l_base,
                       __global INDEX_T* out_count, __global INDEX_T* cout_count, INDEX_T chunk,
                       uint lid, __private INDEX_T* o, __private INDEX_T* c)
@@ -515,8 +515,8 @@ STEP void claim_slots(uint n_take, uint n_cand, __local uint* scratch, __local I
 }
 % endif
 
-## The taken elements to the row's output from slot o (the first k slots), the candidates to write
-## to its candidate buffer from slot c (the first cap).
+/* The taken elements to the row's output from slot o (the first k slots), the candidates to write
+   to its candidate buffer from slot c (the first cap). */
 STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
                      const __private uint* cls, INDEX_T o, INDEX_T c,
                      __global KEY_T* out_key, __global OUT_INDEX_T* out_idx, INDEX_T k,
@@ -542,9 +542,9 @@ STEP void write_tile(const __private KEY_T* x, const __private INDEX_T* pos,
 }
 
 % if sample:
-## Candidate slots [a, b) that no candidate took (the threshold pass's chunks): dead entries,
-## which the pass reading the candidates skips. Every work-item of the group (stride WG) or of
-## the warp (stride 32) calls it.
+/* Candidate slots [a, b) that no candidate took (the threshold pass's chunks): dead entries,
+   which the pass reading the candidates skips. Every work-item of the group (stride WG) or of
+   the warp (stride 32) calls it. */
 STEP void fill_dead(INDEX_T a, INDEX_T b, __global KEY_T* cout_key, __global INDEX_T* cout_pos,
                     INDEX_T cap, uint first, uint stride)
 {
@@ -555,10 +555,10 @@ STEP void fill_dead(INDEX_T a, INDEX_T b, __global KEY_T* cout_key, __global IND
 }
 % if ptx:
 
-## The threshold pass on NVIDIA: each warp takes `chunk` slots at a time from the row's counter
-## (*next to *end, the same in every lane) and hands them to its lanes, without a barrier, so
-## that the warps of a group stream the row on their own; the rest of a chunk too small for the
-## warp's candidates becomes dead entries. Every lane calls it; returns the lane's first slot.
+/* The threshold pass on NVIDIA: each warp takes `chunk` slots at a time from the row's counter
+   (*next to *end, the same in every lane) and hands them to its lanes, without a barrier, so
+   that the warps of a group stream the row on their own; the rest of a chunk too small for the
+   warp's candidates becomes dead entries. Every lane calls it; returns the lane's first slot. */
 STEP INDEX_T warp_slots(uint n, __global INDEX_T* count, INDEX_T chunk,
                         __private INDEX_T* next, __private INDEX_T* end,
                         __global KEY_T* cout_key, __global INDEX_T* cout_pos, INDEX_T cap,
@@ -589,10 +589,10 @@ STEP INDEX_T warp_slots(uint n, __global INDEX_T* count, INDEX_T chunk,
 % endif
 
 % endif
-## One work-group's end of a pass: its local histogram added into the row's (when `add`), a fence,
-## and it counts itself done (the row's counter of finished groups). True in every work-item of the
-## group that finished last, whose hd then holds the row's histogram (work-item lid: digits
-## lid * RPT ...), every group's adds, read and zeroed for the next pass.
+/* One work-group's end of a pass: its local histogram added into the row's (when `add`), a fence,
+   and it counts itself done (the row's counter of finished groups). True in every work-item of the
+   group that finished last, whose hd then holds the row's histogram (work-item lid: digits
+   lid * RPT ...), every group's adds, read and zeroed for the next pass. */
 STEP bool finished_last(bool add, uint groups_per_row, const __local uint* lhist,
                         __global INDEX_T* hist, __global INDEX_T* counters, __local uint* l_last,
                         __private INDEX_T* hd, uint lid)
@@ -620,13 +620,13 @@ STEP bool finished_last(bool add, uint groups_per_row, const __local uint* lhist
     return last;
 }
 
-## The end of pass p for one work-group of a row: its local histogram added into the row's; then
-## the group that finishes last (the row's counter of finished groups) scans the row's histogram,
-## writes the state of pass p + 1 and readies the counters and histogram for it. No group waits
-## for another: each adds, fences and counts itself done. Every access to what the groups of a
-## pass share is atomic (the histogram and counters: read and zeroed by exchange), and the state
-## alternates between two copies (pass p reads one, its last group writes the other), so no
-## plain access of one group meets another group's in the same pass.
+/* The end of pass p for one work-group of a row: its local histogram added into the row's; then
+   the group that finishes last (the row's counter of finished groups) scans the row's histogram,
+   writes the state of pass p + 1 and readies the counters and histogram for it. No group waits
+   for another: each adds, fences and counts itself done. Every access to what the groups of a
+   pass share is atomic (the histogram and counters: read and zeroed by exchange), and the state
+   alternates between two copies (pass p reads one, its last group writes the other), so no
+   plain access of one group meets another group's in the same pass. */
 STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint groups_per_row,
                       const __local uint* lhist, __global INDEX_T* hist,
                       __global row_state* state_next, __global INDEX_T* counters,
@@ -646,13 +646,13 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, INDEX_T cap, uint gro
 }
 
 % if sample:
-## The end of the threshold pass for one work-group of a row, as finish_pass; the group that
-## finishes last takes the histogram of the candidates' digit 0 and their count. At least k and at
-## most cap: the state pass 0 reads (copy 0; the pass read copy 1) is the state of pass 1, the
-## pivot among the candidates (read from the candidate buffer pass 0 would have written), marked
-## F_SKIP: pass 0 only hands it on. Otherwise it is the first state again, and the passes run as
-## without the threshold. Either way the counters and histogram are zero again, as pass 0's own
-## end leaves them.
+/* The end of the threshold pass for one work-group of a row, as finish_pass; the group that
+   finishes last takes the histogram of the candidates' digit 0 and their count. At least k and at
+   most cap: the state pass 0 reads (copy 0; the pass read copy 1) is the state of pass 1, the
+   pivot among the candidates (read from the candidate buffer pass 0 would have written), marked
+   F_SKIP: pass 0 only hands it on. Otherwise it is the first state again, and the passes run as
+   without the threshold. Either way the counters and histogram are zero again, as pass 0's own
+   end leaves them. */
 STEP void finish_threshold(row_state st, uint pos_bits, INDEX_T cap, uint groups_per_row,
                            const __local uint* lhist, __global INDEX_T* hist,
                            __global row_state* state0, __global INDEX_T* counters,
@@ -1117,7 +1117,7 @@ ${fused_pass_kernel()}
 ## sorted=True for k <= ${S}: one group per row sorts its k selected pairs by (sel, pos) in local
 ## memory (bitonic), and writes keys and row positions.
 
-## The row's k pairs as (order key, key, index), padded to size with pairs behind every pair.
+/* The row's k pairs as (order key, key, index), padded to size with pairs behind every pair. */
 STEP void load_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local OUT_INDEX_T* lpos,
                      const __global KEY_T* sel_key, const __global OUT_INDEX_T* sel_idx,
                      INDEX_T k, uint size, KEY_T flip, uint lid)
@@ -1137,7 +1137,7 @@ STEP void load_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local OUT_INDEX
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-## Bitonic sort of size (a power of two) pairs by (lsel, lpos), lkey moving with them.
+/* Bitonic sort of size (a power of two) pairs by (lsel, lpos), lkey moving with them. */
 STEP void bitonic_sort_pairs(__local KEY_T* lsel, __local KEY_T* lkey, __local OUT_INDEX_T* lpos,
                              uint size, uint lid)
 {
@@ -1188,11 +1188,11 @@ void topk_sort_rows(const __global KEY_T* restrict sel_key, ulong sel_key_off,
 }
 % endif
 
-## One work-group per row does the whole selection (rows the planner deems small): every pass
-## re-reads the row (from the caches, for such rows), counts its candidates in local memory and
-## resolves the next pivot there; taken elements get slots from a local counter. Sorted (a
-## program with sort_size), the selection is sorted in local memory before it is written; else it
-## goes straight to the outputs.
+/* One work-group per row does the whole selection (rows the planner deems small): every pass
+   re-reads the row (from the caches, for such rows), counts its candidates in local memory and
+   resolves the next pivot there; taken elements get slots from a local counter. Sorted (a
+   program with sort_size), the selection is sorted in local memory before it is written; else it
+   goes straight to the outputs. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
                  uint pos_bits, uint digits, KEY_T flip,
@@ -1281,8 +1281,8 @@ void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
 % endif
 }
 
-## The global-sort route (sorted=True, k above the local sort): the row of each selected element
-## from its index in the whole batch, then the keys and row positions gathered by that index.
+/* The global-sort route (sorted=True, k above the local sort): the row of each selected element
+   from its index in the whole batch, then the keys and row positions gathered by that index. */
 __kernel void topk_row_of(const __global OUT_INDEX_T* restrict gidx, __global uint* restrict row_of,
                           ulong m, OUT_INDEX_T row_len)
 {

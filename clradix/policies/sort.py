@@ -401,10 +401,10 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
     if policy.fused_passes and fused_unreliable(profile):
-        raise _refused(dev, "fused_passes is", "the one-launch onesweep program gave wrong keys or "
-                       "wrote out of bounds there now and then when PoCL ran its work-groups on "
-                       "two threads (2 of 3 runs of 300 sorts, 2026-11-25; none on one thread, "
-                       "none with fused_passes=False)", "fused_passes=False")
+        raise _refused(dev, "fused_passes is", "the one-launch onesweep program gives wrong keys "
+                       "or writes out of bounds there now and then when PoCL runs its work-groups "
+                       "on two threads (BENCHMARKS_NOTES.md, \"os_fused on PoCL, two threads\")",
+                       "fused_passes=False")
     if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
         raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
                           f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "
