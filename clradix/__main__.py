@@ -159,10 +159,10 @@ def keys_file(path):
     native = keys.dtype.newbyteorder("=")
     if keys.dtype != native and native in KEY_DTYPES:
         keys = keys.astype(native)  # big-endian keys: the same values in this machine's order
-    if keys.dtype not in KEY_DTYPES:
+    if keys.dtype not in KEY_DTYPES and keys.dtype != np.bool_:
         raise argparse.ArgumentTypeError(
             f"{path} holds {keys.dtype} keys ({keys.dtype.str}), which clradix does not sort: "
-            f"expected one of {', '.join(str(d) for d in KEY_DTYPES)}")
+            f"expected one of {', '.join(str(d) for d in KEY_DTYPES)} or bool")
     return keys
 
 

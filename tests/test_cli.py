@@ -20,6 +20,23 @@ def test_demo_file_descending(tmp_path, capsys):
     assert "3000 int16 keys descending" in capsys.readouterr().out
 
 
+def test_demo_bool_keys(tmp_path, capsys):
+    """bool keys, random or from a file, as the API sorts them (False before True)."""
+    assert main(["demo", "--n", "3000", "--dtype", "bool", "--repeat", "1"]) == 0
+    assert "3000 bool keys" in capsys.readouterr().out
+    f = tmp_path / "flags.npy"
+    np.save(f, np.random.default_rng(3).random(500) < 0.3)
+    assert main(["demo", "--file", str(f), "--op", "argsort", "--repeat", "1"]) == 0
+    assert "OK: equal to numpy's stable argsort" in capsys.readouterr().out
+
+
+def test_demo_topk_k_beyond_n_is_an_error(capsys):
+    """--k larger than the keys is refused as clradix.topk refuses it, not clamped."""
+    assert main(["demo", "--op", "topk", "--n", "100", "--k", "5000", "--repeat", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--k 5000 exceeds the 100 keys" in err
+
+
 def test_info(capsys):
     assert main(["info"]) == 0
     assert "default device:" in capsys.readouterr().out

@@ -26,8 +26,8 @@ OPTIONS = [
     (["demo", "--n", "many"], "argument --n: 'many' is not an integer of at least 0"),
     (["demo", "--repeat", "-1"], "argument --repeat: '-1' is not an integer of at least 0"),
     (["demo", "--seed", "-1"], "argument --seed: '-1' is not an integer of at least 0"),
-    (["demo", "--dtype", "bool"], "argument --dtype: unsupported key dtype 'bool': expected one "
-                                  "of uint8"),
+    (["demo", "--dtype", "complex64"], "argument --dtype: unsupported key dtype 'complex64': "
+                                       "expected one of uint8"),
     (["plan", "--dtypes", "bool"], "argument --dtypes: unsupported key dtype 'bool'"),
     (["plan", "--dtypes", "u32,,f32"], "argument --dtypes: 'u32,,f32': expected comma-separated "
                                        "key dtypes"),
@@ -53,7 +53,8 @@ def _npy(array, **kw):
 
 
 FILES = {
-    "bool": (_npy(np.array([True, False])), "holds bool keys (|b1), which clradix does not sort"),
+    "datetime": (_npy(np.array([1, 2], "datetime64[s]")), "keys (<M8[s]), which clradix does "
+                                                          "not sort"),
     "complex": (_npy(np.arange(4) * 1j), "holds complex128 keys (<c16), which clradix does not "
                                          "sort"),
     "object": (_npy(np.array([1, "a"], dtype=object), allow_pickle=True),

@@ -101,7 +101,8 @@ def test_forced_wg_is_not_shrunk(ctx, queue, rng, monkeypatch, n):
     assert dev.name.strip() in msg
     assert "at most 64 work-items per group" in msg and "wg_size=128" in msg
     assert any(f"kernel {k} " in msg for k in ("rts_count", "rts_scan", "rts_scatter", "rts_small",
-                                               "os_histogram", "os_bins", "os_pass"))
+                                               "os_histogram", "os_bins", "os_pass", "os_fused",
+                                               "os_small"))
     np.testing.assert_array_equal(bits_of(d_keys.get()), bits_of(keys))
     np.testing.assert_array_equal(d_vals.get(), np.arange(n, dtype=np.uint32))
     assert sorter.plan(dev, np.float32, n, np.uint32).wg_size == 128
