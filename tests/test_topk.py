@@ -938,3 +938,22 @@ def test_none_options_are_the_planners(ctx):
     forced = clradix.Selector(ctx, items_per_thread=4).planner.plan_topk(dev, codec, 2, 10 ** 5, 10,
                                                                     True)
     assert forced.ipt == 4 and forced.wg == planned.wg
+
+
+def test_short_rows_are_one_tile_on_gpus(queue, rng):
+    """GPUs: one work-group per row takes up to 16 keys per work-item so that a row of up to
+    wg x 16 keys is one tile, its keys loaded once; a chosen items_per_thread is kept, and CPUs
+    and longer rows keep the default; the one-tile rows select as numpy on the test device."""
+    f32 = key_codec(np.float32)
+    gpu = fake_profile(vendor="NVIDIA Corporation", compute_units=132)
+    for n, ipt in ((1024, 8), (2048, 8), (3000, 16), (4096, 16), (5000, 8), (16384, 8)):
+        plan = plan_topk(gpu, f32, 1, n, 100, True)
+        assert plan.single and plan.ipt == ipt, (n, plan.wg, plan.ipt)
+    assert plan_topk(gpu, f32, 1, 4096, 100, True, items_per_thread=4).ipt == 4
+    cpu = fake_profile(device_type="cpu")
+    assert plan_topk(cpu, f32, 1, 4096, 100, True, groups_per_cu=2).ipt == 8
+    for n in (3000, 4096):
+        x = rng.standard_normal((3, n)).astype(np.float32)
+        x[1, ::7] = x[1, 0]   # ties, broken by position
+        for k, sorted_ in ((1, True), (100, True), (300, False), (n, True)):
+            check_topk(queue, x, k, True, sorted_)
