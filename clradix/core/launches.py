@@ -43,7 +43,8 @@ class Off(int):
     """A kernel argument (ulong): the element offset of operand slot ``int(self)``."""
 
 
-def _set_packed(kernel, index, packed, dtype):
+def set_packed(kernel, index, packed, dtype):
+    """Set kernel argument ``index`` to the packed bytes of a scalar of ``dtype``."""
     if _SET_PACKED is not None:
         _SET_PACKED(kernel, (index, packed))
     else:  # pragma: no cover - pyopencl without the packed-argument method
@@ -74,7 +75,7 @@ class _Launch:
         knl = slot.kernel
         if slot.bound is not self:
             for i, packed, dtype in self.consts:
-                _set_packed(knl, i, packed, dtype)
+                set_packed(knl, i, packed, dtype)
             slot.bound = self
             slot.offsets = {}
         for i, s in self.bufs:
@@ -84,7 +85,7 @@ class _Launch:
             for i, s in self.offs:
                 v = offsets[s]
                 if held.get(i) != v:
-                    _set_packed(knl, i, _ULONG.pack(v), np.uint64)
+                    set_packed(knl, i, _ULONG.pack(v), np.uint64)
                     held[i] = v
         return cl.enqueue_nd_range_kernel(queue, knl, self.gsize, self.lsize, wait_for=wait)
 

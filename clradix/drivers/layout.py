@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pyopencl as cl
 
+from ..core.launches import set_packed
 from ..core.sizes import round_up
 
 #: the most axes a view may have (numpy's limit is 64; beyond 8 the axes are merged first)
@@ -86,6 +87,10 @@ class Gather:
                 prg = self.programs.get("layout.cl.mako", dict(elem_t=elem_t, index_t=index_t,
                                                                ndim=ndim))
                 knl = self._kernels[(name, params)] = cl.Kernel(prg, name)
-            knl.set_args(*args)
+            for i, arg in enumerate(args):
+                if isinstance(arg, np.generic):   # scalars as their bytes (no type inference)
+                    set_packed(knl, i, arg.tobytes(), arg.dtype)
+                else:
+                    knl.set_arg(i, arg)
             return cl.enqueue_nd_range_kernel(queue, knl, (round_up(groups * wg, wg),), (wg,),
                                               wait_for=list(wait or ()) or None)
