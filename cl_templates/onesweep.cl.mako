@@ -52,6 +52,10 @@
     # only take longer to compile them
     unroll = "    #pragma unroll" if backend == "ptx" else ""
     assert TILE < 1 << 16, "a key's rank shares a 32-bit word with its digit"
+    # the host's sizes (clradix.drivers.onesweep) hold what the kernels address in them
+    assert ring_words == ring * (RADIX + 1) + 1, "a ring: status words, done words, a counter"
+    assert fused_head >= 3 + MAXP and fused_hist_words * 4 >= MAXP * RADIX * (
+        8 if index_t == "ulong" else 4), "os_fused's counters and histogram"
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -71,8 +75,9 @@ ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bi
 #define RING ${ring}
 #define LOOKBACK ${lookback}
 #define SPIN_LIMIT ${spin_limit}
-/* words of one ring: RING x RADIX status words, RING done words, the tile counter */
-#define RING_WORDS (RING * RADIX + RING + 1)
+/* words of one ring: RING x RADIX status words, RING done words, the tile counter (the host's
+   count, clradix.drivers.onesweep.ring_words) */
+#define RING_WORDS ${ring_words}
 #define LB_WIN 8
 #define FLAG_AGG 0x40000000u
 #define FLAG_PREFIX 0x80000000u
@@ -664,8 +669,8 @@ ${tile_steps()}
 /* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts), then one ring
    per pass. Counters: [0] virtual work-group ids, [1] histogram work-groups done, [2] digit
    starts ready, [3 + p] tiles of pass p done. */
-#define FUSED_HEAD ${-(-(3 + MAXP) // 16) * 16}
-#define FUSED_HIST_WORDS (${MAXP} * RADIX * ${8 if index_t == "ulong" else 4} / 4)
+#define FUSED_HEAD ${fused_head}
+#define FUSED_HIST_WORDS ${fused_hist_words}
 
 /* A whole sort of n keys (n < 2**29) in one launch, after one fill that zeroes `work`'s
    counters and histogram: the work-groups take virtual ids from an atomic counter; the first

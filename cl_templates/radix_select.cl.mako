@@ -4,7 +4,7 @@
    The selection key of an element is the pair (sel, pos): sel is the order key (common.mako),
    inverted for the largest k, and pos its position in the row. The k smallest pairs are selected;
    as pairs are distinct, the k-th one is unique, ties go to the smaller position and NaN, whose
-   order key is the largest, counts as the largest value. Digits of DIGIT_BITS (11) are taken from
+   order key is the largest, counts as the largest value. Digits of DIGIT_BITS are taken from
    sel (KEY_DIGITS of them: 3 for 32-bit keys) and then from pos (pos_bits, the bit length of the
    row's largest position), most significant first; a field's last digit is the narrower one (its
    low bits): digit j of a b-bit field is (field >> max(b - DIGIT_BITS (j + 1), 0)) & (RADIX - 1),
@@ -62,7 +62,7 @@
    `if`s. */
 <%namespace name="common" file="common.mako"/>
 <%
-    DIGIT_BITS = 11
+    DIGIT_BITS = digit_bits
     RADIX = 1 << DIGIT_BITS
     KEY_DIGITS = -(-key_bits // DIGIT_BITS)
     TILE = wg * ipt
@@ -92,6 +92,7 @@
 #define RADIX ${RADIX}
 #define RPT ${RPT}
 #define DIGIT_BITS ${DIGIT_BITS}
+#define STATE_BYTES ${state_bytes}
 #define KEY_BITS ${key_bits}
 #define KEY_DIGITS ${KEY_DIGITS}
 % if sample:
@@ -137,6 +138,8 @@ typedef struct {
     uint flags;
     uint pad;          /* no padding bytes: every byte of a copied state is written */
 } row_state;
+/* the host gives each row state STATE_BYTES bytes (a compile error where it does not fit) */
+typedef char row_state_fits[sizeof(row_state) <= STATE_BYTES ? 1 : -1];
 
 /* The shift of digit j of a field of `bits` bits (its last digit the narrower one). */
 static inline uint digit_shift(uint bits, uint j)
@@ -189,12 +192,12 @@ static inline row_state first_state(INDEX_T k, INDEX_T row_len)
 #define AT(type, off) ((__global type*)(temp + (off)))
 
 % if part == "select":
-__kernel void topk_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
+__kernel void topk_init(__global uchar* temp, ulong state_off, ulong hist_off, ulong counters_off,
                         uint rows, INDEX_T k, INDEX_T row_len, ulong sync_off)
 {
     __global row_state* state = AT(row_state, state_off);
-    __global INDEX_T* counters = AT(INDEX_T, counters_off);
     __global INDEX_T* hist = AT(INDEX_T, hist_off);
+    __global INDEX_T* counters = AT(INDEX_T, counters_off);
     const uint row = get_group_id(0);
     const uint lid = get_local_id(0);
     for (uint j = 0; j < RPT; ++j)

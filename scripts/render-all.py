@@ -120,14 +120,30 @@ class _Recorded(Exception):
     pass
 
 
-_builds = []
-
-
 def _record_init(self, programs, device, profile, wg_size, builds):
     """Driver.__init__ that keeps the builds instead of building them."""
     self.device, self.profile = device, profile
-    _builds.extend(builds)
-    raise _Recorded
+    raise _Recorded(self, builds)
+
+
+def planned_programs():
+    """(configuration name, driver, [Build]) of every configuration the planners choose; the
+    driver is constructed up to its programs' build (its policy or plan set, no kernel)."""
+    init = base.Driver.__init__
+    base.Driver.__init__ = _record_init
+    try:
+        done = set()
+        for config, make in configurations():
+            if config in done:
+                continue
+            done.add(config)
+            try:
+                make()
+            except _Recorded as rec:
+                driver, builds = rec.args
+                yield config, driver, list(builds)
+    finally:
+        base.Driver.__init__ = init
 
 
 def configurations():
@@ -207,23 +223,13 @@ def _program_key(build):
 def render_all(out):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    base.Driver.__init__ = _record_init   # (this process renders only)
     # the templates of this checkout, wherever an installed clradix would find them
     _render.template_dir = lambda: ROOT / "cl_templates"
     names = {}      # program key -> file name
     index = []
-    done = set()
-    for config, make in configurations():
-        if config in done:
-            continue
-        done.add(config)
-        del _builds[:]
-        try:
-            make()
-        except _Recorded:
-            pass
+    for config, _, builds in planned_programs():
         files = []
-        for b in _builds:
+        for b in builds:
             key = _program_key(b)
             fname = names.get(key)
             if fname is None:

@@ -40,9 +40,8 @@ class Onesweep(DigitPasses):
 
     @staticmethod
     def status_bytes(policy):
-        """Two rings (status and done words, the tile counter): a launch uses one, zeroes the
-        other."""
-        return 2 * (policy.ring_slots * (policy.radix + 1) + 1) * 4
+        """Two rings: a launch uses one, zeroes the other."""
+        return 2 * ring_words(policy) * 4
 
     @classmethod
     def extra_bytes(cls, policy, profile, index_bytes, n, passes):
@@ -84,12 +83,28 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
     """The template parameters of onesweep.cl.mako beyond the keys', values' and tile's (every
     onesweep driver's, os_small's included). ``stage_bytes``: the staging area the policy
     budgets in local memory (SortPolicy.stage_bytes, the one computation of it)."""
+    head, hist = fused_words(pol, index_bytes_, codec.bits)
     return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
+                ring_words=ring_words(pol), fused_head=head, fused_hist_words=hist,
                 lookback=pol.lookback, spin_limit=pol.spin_limit,
                 force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
                 ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
                 serial_claim="oclgrind" in profile.platform.lower(),
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]))
+
+
+def ring_words(policy):
+    """32-bit words of one status ring: ring_slots x radix status words, ring_slots done words and
+    the tile counter (the template's RING_WORDS)."""
+    return policy.ring_slots * (policy.radix + 1) + 1
+
+
+def fused_words(policy, index_bytes, key_bits):
+    """(counter words, histogram words) at the start of os_fused's ``work``: the virtual ids,
+    the histogram groups done, the digit starts ready and one counter per pass (padded to 16
+    words), then every pass's digit counts (the template's FUSED_HEAD, FUSED_HIST_WORDS)."""
+    maxp = -(-key_bits // policy.radix_bits)
+    return -(-(3 + maxp) // 16) * 16, maxp * policy.radix * index_bytes // 4
 
 
 def status_atomics(profile, device):
@@ -129,11 +144,9 @@ class OnesweepFused(Onesweep):
     def _layout(cls, policy, index_bytes, key_bits, npasses):
         """(bytes the fill zeroes: the counters and the histogram, bytes of `work`: those and a
         status ring per pass, bytes of the digit starts) as os_fused lays them out."""
-        maxp = -(-key_bits // policy.radix_bits)
-        ring_words = policy.ring_slots * (policy.radix + 1) + 1
-        head_words = -(-(3 + maxp) // 16) * 16   # FUSED_HEAD: 3 + one counter per pass
-        head = head_words * 4 + maxp * policy.radix * index_bytes
-        return head, head + npasses * ring_words * 4, 2 * npasses * policy.radix * index_bytes
+        head = sum(fused_words(policy, index_bytes, key_bits)) * 4
+        return (head, head + npasses * ring_words(policy) * 4,
+                2 * npasses * policy.radix * index_bytes)
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):

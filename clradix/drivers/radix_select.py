@@ -22,10 +22,12 @@ import numpy as np
 
 from ..core.launches import KEYS_IN, KEYS_OUT, VALS_OUT, Buf, LaunchSequence, Off
 from ..core.sizes import cl_index_name, round_up
-from ..policies.topk import RADIX
+from ..policies.topk import DIGIT_BITS, RADIX
 from .base import Build, Driver
 
-STATE_BYTES = 64  # sizeof(row_state) is at most 56
+# Bytes of one row state (the template's STATE_BYTES; its row_state struct, at most 56 bytes, is
+# checked against it when the program compiles).
+STATE_BYTES = 64
 # The parts of the one allocation start at multiples of 4 KiB (any element type, any vector load).
 _ALIGN = 4096
 # The operands' slots: the keys, the values and the indices handed back.
@@ -58,7 +60,7 @@ class RadixSelect(Driver):
         params = dict(codec.template_args(), index_t=plan.index_name,
                       out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
                       wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
-                      part="select",
+                      part="select", digit_bits=DIGIT_BITS, state_bytes=STATE_BYTES,
                       ptx=plan.profile.has_ptx,
                       skip_idle_tiles=plan.profile.is_gpu, fused=plan.fused)
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
@@ -92,17 +94,19 @@ class RadixSelect(Driver):
             return seq
         # the selection's temporaries: one allocation, each part at an offset the kernels take
         # (no sub-buffers); the global route's sort operands are allocations of their own
-        sizes, apart = _temp_sizes(plan, self.codec, job.rows, job.k)
-        off, total = carve_offsets(sizes)
+        parts, apart = _temp_parts(plan, self.codec, job.rows, job.k)
+        offsets, total = carve_offsets([size for _, size in parts])
+        off = {name: at for (name, _), at in zip(parts, offsets)}
         block = seq.temp(total)[0]
         own = [seq.temp(n)[0] for n in apart]
         seq.launch("topk_init", "topk_init", (job.rows * plan.wg,), (plan.wg,),
-                   [block, off[0], off[1], off[2], job.rows, job.k, job.row_len, off[-1]])
+                   [block, off["state"], off["hist"], off["counters"], job.rows, job.k,
+                    job.row_len, off["sync"]])
         if plan.route == "direct":
             sel = [*values, *indices]
         elif plan.route == "local":
-            sel = [block, off[7] // self.codec.itemsize, block,
-                   off[8] // np.dtype(plan.out_index_np).itemsize]
+            sel = [block, off["sel_key"] // self.codec.itemsize, block,
+                   off["sel_idx"] // np.dtype(plan.out_index_np).itemsize]
         else:
             sel = [own[0], 0, own[1], 0]
         self._passes(seq, job, keys, block, off, sel, flip)
@@ -120,16 +124,17 @@ class RadixSelect(Driver):
         plan = job.plan
         row_mul = job.row_len if plan.route == "global" else 0
         args = [*keys, job.row_len, job.k, plan.cap, plan.pos_bits, plan.groups, flip, row_mul,
-                block, off[0], off[2], off[1], *off[3:7], *sel]
+                block, off["state"], off["hist"], off["counters"],
+                *(off[name] for name in CANDIDATES), *sel]
         gsize, lsize = (plan.groups * plan.wg, job.rows), (plan.wg, 1)
         if plan.sample:   # the row's threshold, then one read of the row for the candidates
             seq.launch("topk_sample", "topk_sample", (job.rows * plan.wg,), (plan.wg,),
-                       [*keys, job.row_len, job.k, flip, plan.sample_rank, block, off[0]])
+                       [*keys, job.row_len, job.k, flip, plan.sample_rank, block, off["state"]])
             seq.launch("topk_pass_t", "topk_pass_t", gsize, lsize, args + [plan.sample_chunk])
         if plan.fused:   # every pass in one launch, work-groups in pass order
             groups = (plan.digits + 1) * job.rows * plan.groups
             seq.launch("topk_fused", "topk_fused", (groups * plan.wg,), (plan.wg,),
-                       args + [job.rows, off[-1]])
+                       args + [job.rows, off["sync"]])
             return
         for p in range(plan.digits + 1):
             name = ("topk_pass_0", "topk_pass_1")[p] if p < 2 else "topk_pass"
@@ -178,25 +183,39 @@ def global_sorts(codec, rows, row_len, gd):
     return sorts
 
 
-def _temp_sizes(plan, codec, rows, k):
-    """Bytes of the temporaries of a call: ``(parts of the one allocation, in the kernels'
-    order, allocations of their own)``. The parts: two row states per row, four counters per
-    row (output slots, candidate slots of even and odd passes, groups done with the pass), the
-    histograms, two candidate buffers (keys, positions; keys, positions), on the local route
-    the selected keys and indices, and last the words of topk_fused (its virtual-id counter and
-    each row's passes ready; zeroed by topk_init, present on every route). The global route's
-    selected keys and indices (and, for several rows, each one's row) are sort operands:
-    allocations of their own. Nothing on the one-launch route."""
+# The candidate buffers' parts, in the order the pass kernels take their offsets.
+CANDIDATES = ("cand_key0", "cand_pos0", "cand_key1", "cand_pos1")
+
+
+def _temp_parts(plan, codec, rows, k):
+    """The temporaries of a call: ``([(name, bytes) of each part of the one allocation],
+    [bytes of each allocation of its own])``. The parts: two row states per row (``state``),
+    four counters per row (``counters``: output slots, candidate slots of even and odd passes,
+    groups done with the pass), the histograms (``hist``), two candidate buffers (CANDIDATES), on
+    the local route the selected keys and indices (``sel_key``, ``sel_idx``), and the words of
+    topk_fused (``sync``: its virtual-id counter and each row's passes ready; zeroed by
+    topk_init, present on every route). The global route's selected keys and indices (and, for
+    several rows, each one's row) are sort operands: allocations of their own. Nothing on the
+    one-launch route."""
     if plan.single:
         return [], []
     ib, kb, cap, m = plan.index_bytes, codec.itemsize, plan.cap, rows * k
-    sizes = ([2 * rows * STATE_BYTES, 4 * rows * ib, rows * RADIX * ib]
-             + [rows * cap * kb, rows * cap * ib] * 2)
+    parts = [("state", 2 * rows * STATE_BYTES), ("counters", 4 * rows * ib),
+             ("hist", rows * RADIX * ib)]
+    parts += [(name, rows * cap * (kb if "key" in name else ib)) for name in CANDIDATES]
     sel = [m * kb, m * np.dtype(plan.out_index_np).itemsize]
-    sync = [(1 + rows) * 4]   # (last) topk_fused's virtual ids and each row's passes ready
-    block = sizes + (sel if plan.route == "local" else []) + sync
+    if plan.route == "local":
+        parts += [("sel_key", sel[0]), ("sel_idx", sel[1])]
+    parts.append(("sync", (1 + rows) * 4))
     apart = sel + ([m * 4] if rows > 1 else []) if plan.route == "global" else []
-    return block, apart
+    return parts, apart
+
+
+def _temp_sizes(plan, codec, rows, k):
+    """``(bytes of each part of the one allocation, in _temp_parts' order, bytes of each
+    allocation of its own)`` of a call."""
+    parts, apart = _temp_parts(plan, codec, rows, k)
+    return [size for _, size in parts], apart
 
 
 def carve_offsets(sizes):

@@ -1,0 +1,99 @@
+"""Host and kernels agree on every layout they share, for every program the planners can choose
+(scripts/render-all.py's configurations: made-up NVIDIA, AMD, Intel, PoCL and oclgrind devices,
+every key type, value width, index width and route): the local memory a policy budgets holds
+each kernel's local arrays, and kernels that take the same temporaries take them in the same
+order. The sizes the host computes (onesweep's rings and os_fused's head, top-k's digit width and
+row state) are template parameters, which the templates check when they render."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from clradix.core.declarations import parse_kernels
+from clradix.core.keys import VALUE_BYTES
+from clradix.core.render import render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _planned():
+    spec = importlib.util.spec_from_file_location("render_all", ROOT / "scripts" / "render-all.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.planned_programs())
+
+
+@pytest.fixture(scope="module")
+def planned():
+    return _planned()
+
+
+_TYPE_BYTES = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "uint": 4, "int": 4, "float": 4,
+               "ulong": 8, "long": 8, "ulong2": 16, "uint4": 16}
+_DEFINE = re.compile(r"(?m)^#define (\w+) (.+?)\s*$")
+_LOCAL = re.compile(r"__local (\w+) (\w+)(?:\[([^\]]+)\])?;")
+_KERNEL = re.compile(r"__kernel\b[^{]*?void (\w+)\(")
+
+
+def _kernel_locals(source):
+    """{kernel name: bytes of the __local arrays its body declares}."""
+    defines = {}
+    for name, value in _DEFINE.findall(source):
+        try:
+            defines[name] = int(eval(re.sub(r"(\d)u\b", r"\1", value), {}, dict(defines)))
+        except Exception:
+            defines.setdefault(name, value)
+    sizes = {}
+    starts = [(m.start(), m.group(1)) for m in _KERNEL.finditer(source)] + [(len(source), None)]
+    for (at, name), (end, _) in zip(starts, starts[1:]):
+        total = 0
+        for type_, _, count in _LOCAL.findall(source[at:end]):
+            t = defines.get(type_, type_)
+            n = 1 if not count else int(eval(re.sub(r"(\d)u\b", r"\1", count), {}, defines))
+            total += _TYPE_BYTES[t] * n
+        sizes[name] = total
+    return sizes
+
+
+def test_local_memory_budget_holds_every_kernel(planned):
+    """SortPolicy.local_bytes and SegmentPolicy.local_bytes (what the planner fits to the device)
+    are at least what each kernel of the policy's program declares."""
+    checked = 0
+    for config, driver, builds in planned:
+        policy = getattr(driver, "policy", None)
+        if policy is None or not hasattr(policy, "local_bytes"):
+            continue
+        for b in builds:
+            if b.template not in ("onesweep.cl.mako", "reduce_then_scan.cl.mako",
+                                  "segmented.cl.mako"):
+                continue
+            kernels = _kernel_locals(render(b.template, **b.params))
+            kb = driver.codec.itemsize
+            if b.template == "segmented.cl.mako":
+                budget = policy.local_bytes(kb, driver.index_bytes)
+            else:
+                budget = policy.local_bytes(kb, driver.index_bytes, VALUE_BYTES[driver.value_t])
+            used = {k: v for k, v in kernels.items() if k in b.kernels}
+            assert used and max(used.values()) <= budget, (config, used, budget)
+            checked += 1
+    assert checked > 1000
+
+
+def test_kernels_take_shared_temporaries_in_one_order(planned):
+    """Every top-k kernel that takes several of the call's temporaries (byte offsets into one
+    allocation) takes them in the order of radix_select._temp_parts, as the driver passes them."""
+    from clradix.drivers.radix_select import CANDIDATES
+    order = ["state_off", "hist_off", "counters_off", *(f"{c}_off" for c in CANDIDATES),
+             "sync_off"]
+    checked = set()
+    for config, driver, builds in planned:
+        for b in builds:
+            if b.template != "radix_select.cl.mako":
+                continue
+            for kernel, params in parse_kernels(render(b.template, **b.params)).items():
+                names = [p.name for p in params if p.name in order]
+                assert names == sorted(names, key=order.index), (config, kernel, names)
+                checked.add(kernel)
+    assert {"topk_init", "topk_pass", "topk_fused", "topk_pass_t", "topk_sample"} <= checked
