@@ -15,7 +15,7 @@ from .core.device import DeviceProfile
 from .core.keys import key_codec, parse_dtype
 from .core.errors import PolicyError
 from .policies.sort import _DEFAULTS, RADIX_BITS, SortPolicy, plan_sort, ranking_backends
-from .policies.sort import validate
+from .policies.sort import sg_size_of, validate
 from .core.render import KernelBuildError
 from .core.sizes import index_bytes
 from .dispatch.sorter import Sorter
@@ -32,7 +32,7 @@ def candidates(profile, dtype, n):
         for wg, ipt in shapes:
             out.append(replace(_DEFAULTS["cpu"], radix_bits=rb, wg_size=wg, items_per_thread=ipt))
     for ranking in ranking_backends(profile):
-        sg = 32 if ranking in ("ptx", "local") else 16
+        sg = sg_size_of(ranking)
         for rb in RADIX_BITS:
             for wg, ipt in ([(256, 24), (256, 20), (256, 16), (256, 12)] if profile.is_gpu
                             else [(256, 16), (128, 16)]):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from ..core.errors import PolicyError
 from ..core.sizes import pow2_floor
-from .sort import RANKINGS, ranking_backends
+from .sort import RANKINGS, ranking_backends, sg_size_of
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def plan_segments(profile, codec, index_bytes_, overrides=None):
                               f"{', '.join(ranking_backends(profile))})")
         pol = replace(pol, ranking=ranking_backends(profile)[0])
     if "sg_size" not in fields:
-        pol = replace(pol, sg_size=16 if pol.ranking in ("khr", "intel") else 32)
+        pol = replace(pol, sg_size=sg_size_of(pol.ranking))
     if "wg_size" not in fields:
         pol = replace(pol, wg_size=max(pol.sg_size, min(pol.wg_size,
                                                         pow2_floor(profile.max_wg_size))))

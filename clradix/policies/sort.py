@@ -233,11 +233,8 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         # on a CPU: the CPU's work-group default
         base = _workgroup_cpu_policy(profile, n)
     # what the sizing below computes with (validate checks the rest once the policy is whole)
-    if fields.get("algorithm", base.algorithm) == "chunks":
-        if fields.get("radix_bits", 8) not in CHUNK_RADIX_BITS:
-            raise PolicyError(_radix_bits_message(fields["radix_bits"]))
-    elif fields.get("radix_bits", RADIX_BITS[0]) not in RADIX_BITS:
-        raise PolicyError(_radix_bits_message(fields["radix_bits"]))
+    if "radix_bits" in fields:
+        _check_radix_bits(fields.get("algorithm", base.algorithm), fields["radix_bits"])
     if fields.get("sg_size", 1) < 1:
         raise PolicyError(f"sg_size={fields['sg_size']} must be at least 1")
     small = _small_policy(profile, codec, value_bytes, fields)
@@ -257,16 +254,13 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         policy = replace(policy, radix_bits=chunk_radix_bits(codec.itemsize, n))
     if (policy.algorithm == "onesweep" and "ranking" not in fields
             and policy.ranking not in ranking_backends(profile)):
-        best = ranking_backends(profile)[0]
-        policy = replace(policy, ranking=best,
-                         sg_size=32 if best in ("ptx", "local") else 16)
+        policy = _best_ranking(policy, profile)
     if "wg_size" not in fields:
-        policy = replace(policy, wg_size=min(policy.wg_size, pow2_floor(profile.max_wg_size)))
+        policy = _clamp_wg(policy, profile)
     if "items_per_thread" not in fields:
         kb, ib = codec.itemsize, index_bytes(n)
-        while (policy.items_per_thread > 1
-               and policy.local_bytes(kb, ib, value_bytes or 0) > profile.local_mem_bytes):
-            policy = replace(policy, items_per_thread=policy.items_per_thread * 3 // 4)
+        policy = _shrink_items(policy, lambda pol: pol.local_bytes(kb, ib, value_bytes or 0),
+                               profile.local_mem_bytes, lambda ipt: ipt * 3 // 4)
     if (profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
             and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
@@ -351,18 +345,47 @@ def _small_policy(profile, codec, value_bytes, fields):
     name = "nvidia-single" if nvidia else "small" if profile.is_gpu else "cpu-small"
     pol = replace(_DEFAULTS[name], **{k: v for k, v in fields.items() if k != "algorithm"})
     if pol.radix_bits == 8 and "ranking" not in fields:
-        best = ranking_backends(profile)[0]
-        pol = replace(pol, ranking=best, sg_size=32 if best in ("ptx", "local") else 16)
+        pol = _best_ranking(pol, profile)
     if "wg_size" not in fields:
-        pol = replace(pol, wg_size=min(pol.wg_size, pow2_floor(profile.max_wg_size)))
+        pol = _clamp_wg(pol, profile)
     vb = value_bytes or 0
     # (os_small's tile is sized up to the limit: leave the compiler a little local memory)
     margin = 1024 if pol.radix_bits == 8 else 0
-    while (pol.local_bytes(codec.itemsize, 4, vb) + margin > profile.local_mem_bytes
-           and pol.items_per_thread > 1):
-        ipt = pol.items_per_thread
-        pol = replace(pol, items_per_thread=ipt - 1 if pol.radix_bits == 8 else ipt // 2)
+    pol = _shrink_items(pol, lambda p: p.local_bytes(codec.itemsize, 4, vb) + margin,
+                        profile.local_mem_bytes,
+                        (lambda ipt: ipt - 1) if pol.radix_bits == 8 else (lambda ipt: ipt // 2))
     return pol if pol.tile >= 256 else None
+
+
+def sg_size_of(ranking):
+    """The subgroup width a ranking back-end assumes: warps of 32 (ptx; local's virtual
+    subgroups), else the 16 that cl_intel_required_subgroup_size asks for."""
+    return 32 if ranking in ("ptx", "local") else 16
+
+
+def _best_ranking(policy, profile):
+    """``policy`` with the device's best ranking back-end and the subgroup width it assumes."""
+    best = ranking_backends(profile)[0]
+    return replace(policy, ranking=best, sg_size=sg_size_of(best))
+
+
+def _clamp_wg(policy, profile):
+    """``policy`` with its work-group no larger than the device's (a power of two)."""
+    return replace(policy, wg_size=min(policy.wg_size, pow2_floor(profile.max_wg_size)))
+
+
+def _shrink_items(policy, need, limit, step):
+    """``policy`` with items_per_thread lowered by ``step`` until ``need(policy)`` (bytes of local
+    memory) is at most ``limit``, or one item is left."""
+    while policy.items_per_thread > 1 and need(policy) > limit:
+        policy = replace(policy, items_per_thread=step(policy.items_per_thread))
+    return policy
+
+
+def _check_radix_bits(algorithm, radix_bits):
+    """PolicyError unless ``algorithm`` takes digits of ``radix_bits``."""
+    if radix_bits not in (CHUNK_RADIX_BITS if algorithm == "chunks" else RADIX_BITS):
+        raise PolicyError(_radix_bits_message(radix_bits))
 
 
 def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None):
@@ -373,14 +396,10 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         _validate_onesweep(policy, profile)   # (os_small ranks as onesweep does)
     if policy.algorithm not in ALGORITHMS:
         raise PolicyError(f"unknown algorithm {policy.algorithm!r}: expected one of {ALGORITHMS}")
-    if policy.algorithm == "chunks":
-        if policy.radix_bits not in CHUNK_RADIX_BITS:
-            raise PolicyError(_radix_bits_message(policy.radix_bits))
-        if policy.wg_size != 1:
-            raise PolicyError(f"the chunks algorithm runs one work-item per work-group: "
-                              f"wg_size={policy.wg_size} must be 1")
-    elif policy.radix_bits not in RADIX_BITS:
-        raise PolicyError(_radix_bits_message(policy.radix_bits))
+    _check_radix_bits(policy.algorithm, policy.radix_bits)
+    if policy.algorithm == "chunks" and policy.wg_size != 1:
+        raise PolicyError(f"the chunks algorithm runs one work-item per work-group: "
+                          f"wg_size={policy.wg_size} must be 1")
     if policy.wg_size < 1 or policy.wg_size & (policy.wg_size - 1):
         raise PolicyError(f"wg_size={policy.wg_size} must be a power of two")
     if policy.wg_size > profile.max_wg_size:
