@@ -56,6 +56,9 @@
     assert ring_words == ring * (RADIX + 1) + 1, "a ring: status words, done words, a counter"
     assert fused_head >= 3 + MAXP and fused_hist_words * 4 >= MAXP * RADIX * (
         8 if index_t == "ulong" else 4), "os_fused's counters and histogram"
+    # the work-group size the kernels are built for: stated, except under a register cap, which
+    # NVIDIA's compiler ignores on a kernel that states it (onesweep.py, capped_registers)
+    WG_ATTR = "__attribute__((reqd_work_group_size(WG, 1, 1)))" if reqd_wg else ""
 %>
 % if index_t == "ulong":
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -179,7 +182,7 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
 }
 % if not fused:
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+__kernel ${WG_ATTR}
 void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
                   __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
                   __global uint* restrict rings, uint clear_slots)
@@ -191,7 +194,7 @@ void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n
 }
 
 /* bins[p * RADIX + d] = number of keys whose digit of pass p is below d (group p scans pass p) */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+__kernel ${WG_ATTR}
 void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict bins)
 {
     __local INDEX_T scratch[WG];
@@ -637,7 +640,7 @@ ${unroll}
 % if not fused:
 
 /* One digit pass over one portion, in the steps above: a tile per work-group. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+__kernel ${WG_ATTR} SG_ATTR
 void os_pass(${common.stream_params(value_t, 13) | trim}
              __global volatile uint* restrict rings, uint ring, uint clear_slots,
              __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
@@ -683,7 +686,7 @@ ${tile_steps()}
    Pass p reads keys_src (p = 0) or the output of pass p - 1, and writes keys_a (even p) or
    keys_b (odd p); the last pass writes keys only when last_writes_keys (not for argsort).
    Values likewise from vals_first (or the indices, vals_iota) through vals_a and vals_b. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+__kernel ${WG_ATTR} SG_ATTR
 void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
               __global KEY_T* keys_a, ulong keys_a_off,
               __global KEY_T* keys_b, ulong keys_b_off,
@@ -768,7 +771,7 @@ ${tile_steps()}
    rake_scan_counts) and placed in local memory in digit order (scatter_to_local), where the
    next digit's ranking reads them, keeping their source positions beside them; then one write.
    Keys and values may be in place: everything is read before anything is written. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) SG_ATTR
+__kernel ${WG_ATTR} SG_ATTR
 void os_small(${common.stream_params(value_t, 14, restrict=False) | trim}
               uint n, uint begin_bit, uint end_bit, KEY_T flip, uint write_keys)
 {

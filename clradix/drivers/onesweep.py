@@ -90,7 +90,15 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
                 force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
                 ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
                 serial_claim="oclgrind" in profile.platform.lower(),
-                stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]))
+                stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]),
+                reqd_wg=not capped_registers(pol, profile))
+
+
+def capped_registers(pol, profile):
+    """Whether the kernels are built under a register cap (-cl-nv-maxrregcount): NVIDIA's
+    compiler ignores the cap on a kernel that carries reqd_work_group_size, so those kernels
+    are rendered without the attribute (their launches keep the policy's work-group size)."""
+    return bool(pol.max_registers) and profile.is_nvidia
 
 
 def ring_words(policy):
