@@ -233,3 +233,32 @@ def test_repeated_calls_plan_once_until_the_profile_changes(ctx, queue, rng, mon
     check_sort(queue, sorter, keys, "pairs")
     check_sort(queue, sorter, uniform(rng, np.float32, 20_001), "pairs")   # another n
     assert calls["sort"] == 3
+
+
+def test_nvidia_register_cap():
+    """NVIDIA: the separate onesweep passes of keys of up to 4 bytes (values or not) are built
+    under a 64-register cap, rendered without reqd_work_group_size (which makes NVIDIA's compiler
+    ignore the cap); 64-bit keys, the one-launch sorts, other vendors and a chosen max_registers
+    are left alone."""
+    from clradix.drivers.onesweep import capped_registers
+    from clradix.core.render import render
+    nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
+    for dtype in (np.uint32, np.float32, np.int16, np.uint8):
+        for values in (None, 4, 8):
+            pol = plan_sort(nv, key_codec(dtype), values, 2 ** 28)
+            assert pol.max_registers == 64 and capped_registers(pol, nv), (dtype, values)
+    assert plan_sort(nv, key_codec(np.uint64), None, 2 ** 28).max_registers == 0
+    assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 20).max_registers == 0   # os_fused
+    assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 28, max_registers=80).max_registers == 80
+    other = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 28, algorithm="onesweep")
+    assert other.max_registers == 0 and not capped_registers(other, profile())
+    # the attribute goes exactly where the cap applies
+    from clradix.drivers.onesweep import onesweep_params
+    codec = key_codec(np.uint32)
+    for pol, stated in ((plan_sort(nv, codec, None, 2 ** 28), False),
+                        (replace(plan_sort(nv, codec, None, 2 ** 28), max_registers=0), True)):
+        params = dict(codec.template_args(), radix_bits=8, wg=pol.wg_size,
+                      ipt=pol.items_per_thread, value_t=None, index_t="uint")
+        params.update(onesweep_params(pol, nv, None, codec, None, 4))
+        source = render("onesweep.cl.mako", **params)
+        assert ("reqd_work_group_size" in source) == stated

@@ -147,6 +147,15 @@ _DEFAULTS = {
 NVIDIA_FUSED_MAX = 1 << 21
 
 
+# NVIDIA: the onesweep passes of keys of up to 4 bytes are built for at most this many registers
+# a work-item (-cl-nv-maxrregcount; the kernels then carry no reqd_work_group_size, which would
+# make the compiler ignore the cap): 4 work-groups of 256 a multiprocessor instead of 3 at 80.
+# H200, driver 580.159, 2^28 keys at 256 x 20: uint32 9.50 ms against 9.85 uncapped, float32 9.63
+# against 10.35, u32+u32 pairs 12.62 against 14.11 (56 and 72 slower; 64-bit keys already use
+# 64 at 256 x 11); BENCHMARKS.md, "The register cap".
+NVIDIA_REGISTER_CAP = 64
+
+
 # The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
 _CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu"}
 
@@ -265,6 +274,10 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
             and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
         policy = replace(policy, fused_passes=True)
+    if (profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
+            and not policy.fused_passes and "max_registers" not in fields
+            and codec.itemsize <= 4):
+        policy = replace(policy, max_registers=NVIDIA_REGISTER_CAP)
     if policy.fused_passes and "ring_slots" not in fields:
         # the rings hold every tile of a pass (os_fused reuses no slot)
         tiles = -(-n // policy.tile)
