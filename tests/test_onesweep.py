@@ -8,7 +8,7 @@ import clradix
 from clradix.drivers import onesweep
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import KEY_DTYPES
-from clradix.policies.sort import fused_unreliable, ranking_backends
+from clradix.policies.sort import ranking_backends
 
 from conftest import check_sort
 from data import DISTRIBUTIONS, float_specials, uniform
@@ -159,9 +159,10 @@ def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
 # ---------------------------------------------------------------- os_fused: one launch, one fill
 
 def needs_fused(ctx):
-    """Skip where fused_passes is refused (PoCL: os_fused sorted wrongly or wrote out of bounds
-    at random on two threads; test_fused_refused checks the refusal there)."""
-    if fused_unreliable(DeviceProfile.from_device(ctx.devices[0])):
+    """Skip where fused_passes is refused (DeviceProfile.finishes_fused_waits: PoCL, where a wait
+    between its work-groups did not always finish; test_fused_refused checks the refusal there,
+    test_forward_progress runs the kernel there)."""
+    if not DeviceProfile.from_device(ctx.devices[0]).finishes_fused_waits:
         pytest.skip("fused_passes is refused on this device")
 
 
@@ -169,7 +170,7 @@ def test_fused_refused(ctx, queue, rng):
     """Where os_fused is not reliable, asking for it is a PolicyError naming why, raised before
     anything is enqueued; the planner's own choice there sorts."""
     import pyopencl.array as cl_array
-    if not fused_unreliable(DeviceProfile.from_device(ctx.devices[0])):
+    if DeviceProfile.from_device(ctx.devices[0]).finishes_fused_waits:
         pytest.skip("fused_passes runs on this device")
     keys = uniform(rng, np.uint32, 3 * TILE)
     d = cl_array.to_device(queue, keys)

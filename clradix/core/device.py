@@ -39,6 +39,16 @@ class DeviceProfile:
         return self.device_type == "cpu"
 
     @property
+    def finishes_fused_waits(self):
+        """Whether kernels whose work-groups spin, inside one launch, until work-groups with
+        smaller virtual ids have done their part (os_fused's pass order, topk_fused's row states)
+        finished there under stress. Not on PoCL: both waited for ever there now and then with two
+        or four threads, although every work-group waited for had started, and the cause is not
+        found (docs/guarantees.md, "No hang"). The planner refuses those kernels where this is
+        False; a runtime's scheduling is a measured property, so it is kept here, in one place."""
+        return "portable computing language" not in self.platform.lower()
+
+    @property
     def is_nvidia(self):
         return "nvidia" in self.vendor.lower() or "nvidia" in self.platform.lower()
 

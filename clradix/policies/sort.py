@@ -432,11 +432,12 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
-    if policy.fused_passes and fused_unreliable(profile):
-        raise _refused(dev, "fused_passes is", "the one-launch onesweep program gives wrong keys "
-                       "or writes out of bounds there now and then when PoCL runs its work-groups "
-                       "on two threads (BENCHMARKS_NOTES.md, \"os_fused on PoCL, two threads\")",
-                       "fused_passes=False")
+    if policy.fused_passes and not profile.finishes_fused_waits:
+        raise PolicyError(f"fused_passes is refused on {dev}: os_fused's work-groups wait for "
+                          f"earlier passes inside one launch, and such waits did not always "
+                          f"finish there (DeviceProfile.finishes_fused_waits; docs/guarantees.md, "
+                          f"\"No hang\"); sort with fused_passes=False (the planner's choice "
+                          f"there)")
     if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
         raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
                           f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "
@@ -458,25 +459,9 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
                           f"{profile.local_mem_bytes} (CL_DEVICE_LOCAL_MEM_SIZE)")
 
 
-def _refused(dev, what, why, instead):
-    """The PolicyError of an option (``what``, with its verb) refused on a device where it
-    failed (``why``), naming the
-    setting to sort with instead (the planner's own choice there)."""
-    return PolicyError(f"{what} refused on {dev}: {why}; "
-                       f"sort with {instead} (the planner's choice there)")
-
-
 def _radix_bits_message(radix_bits):
     return (f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8 (the chunks "
             f"algorithm: {', '.join(map(str, CHUNK_RADIX_BITS))})")
-
-
-def fused_unreliable(profile):
-    """Whether ``profile`` is PoCL, where os_fused's work-groups, waiting on one another inside
-    one launch, sorted wrongly or wrote out of bounds at random on two threads; the cause (PoCL's
-    scheduling or compilation of that program, or a race the other drivers never expose) is not
-    found, and nothing plans os_fused on a CPU by default."""
-    return "portable computing language" in profile.platform.lower()
 
 
 def ranking_backends(profile):

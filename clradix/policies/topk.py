@@ -242,10 +242,11 @@ def _fused(policy, profile):
     let finish: refused there."""
     if policy.fused is None:
         return warp_aggregate(profile)
-    if policy.fused and profile.is_cpu:
+    if policy.fused and (profile.is_cpu or not profile.finishes_fused_waits):
         raise PolicyError(f"fused=True: the fused top-k passes wait between work-groups, which "
-                          f"{profile.describe()} (a CPU device) does not run reliably; use "
-                          f"fused=False or None")
+                          f"{profile.describe()} (a CPU device, or one whose profile says such "
+                          f"waits did not always finish) does not run reliably; use fused=False "
+                          f"or None")
     return bool(policy.fused)
 
 
