@@ -422,7 +422,10 @@ static inline uint read_predecessor(__private uint words[DPI], __global volatile
 }
 
 /* fallback: count tile u's digits from its keys, post them (where its slot holds no word of
-   tile u yet), and take them as its words */
+   tile u yet), and take them as its words. Tile 0's counts are its inclusive prefix and go out
+   flagged so: every word of tile 0 is a prefix, which ends every walk back at tile 0 (a walk
+   that took an aggregate of tile 0 went on to "tile -1", ring slots no tile of the launch
+   writes, and added what they held) */
 static inline void fallback_counts(__private uint words[DPI], __global volatile uint* status,
                                    uint u, uint dist, __global const KEY_T* keys,
                                    uint portion_len, uint shift, uint digit_mask, KEY_T flip,
@@ -433,7 +436,7 @@ static inline void fallback_counts(__private uint words[DPI], __global volatile 
     tile_histogram(keys, portion_len, u, shift, digit_mask, flip, lfb, lid);
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
         if (words[q] == 0) {
-            words[q] = FLAG_AGG | uepoch | lfb[d];
+            words[q] = (u == 0 ? FLAG_PREFIX : FLAG_AGG) | uepoch | lfb[d];
             if (dist <= LOOKBACK) {
                 const uint cur = status_load(&status[useslot + d]);
                 if ((cur & EPOCH_BIT) != uepoch || (cur & FLAG_MASK) == 0)
