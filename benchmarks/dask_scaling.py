@@ -308,7 +308,9 @@ def run_baseline(out, args, data, cases):
     dev, _ = common.select_device(spec) if spec else (_default_device(), None)
     q = common.profiling_queue(dev)
     where = common.opencl_device_fields(dev)
-    ops = [("sort", "sort"), ("argsort", "argsort")] + ([("topk", "topk")] if args.k == impls.TOPK_K else [])
+    ops = [("sort", "sort"), ("argsort", "argsort")]
+    if args.k == impls.TOPK_K:
+        ops.append(("topk", "topk"))
     peers = impls.cuda_peers()[0]
     clr = impls.ClradixImpl(q)
     for case, op in ops:
