@@ -515,3 +515,35 @@ def test_segmented_rows_and_invalid_offsets(g, rng, policy):
     d = g.to_device(x)
     sorter.sort(g.queue, d, segments=g.to_device(np.array([0, 70, 60, 100], np.int32))).wait()
     np.testing.assert_array_equal(d.get().view(np.uint32), x.view(np.uint32))
+
+
+# ----------------------------------------------------------------------------- layout kernels
+
+def test_layout_gather_and_widen(g_without_uninitialized, rng, monkeypatch):
+    """The numpy-like functions' layout kernels: strided views gathered into rows and the
+    results gathered back (sort and argsort along axis 0 of a transposed view, top-k along axis
+    0), and 32-bit indices widened to int64 (the widening forced at every size). Without the
+    uninitialised-value checker: the gather's coordinates are a division and a remainder by a
+    kernel argument, which clang turns into a freeze (above)."""
+    g = g_without_uninitialized
+    import clradix.dispatch.api as api
+    monkeypatch.setattr(api, "WIDEN_FROM", 1)
+    x = float_specials(rng, np.float32, 6 * 40).reshape(6, 40)
+    d = g.to_device(x)
+    view = d.T   # (40, 6), strided
+    s = g.keep(clradix.sort(view, 0, allocator=g.alloc))
+    i = g.keep(clradix.argsort(view, 0, allocator=g.alloc))
+    v, t = g.keep(*clradix.topk(view, 3, 0, allocator=g.alloc))
+    w = g.keep(clradix.argsort(d, allocator=g.alloc))
+    order0 = np.argsort(_order_key(x.T), axis=0, kind="stable")
+    np.testing.assert_array_equal(i.get(), order0)
+    np.testing.assert_array_equal(s.get(), np.take_along_axis(x.T, order0, 0))
+    assert w.dtype == np.int64
+    np.testing.assert_array_equal(w.get(), np.argsort(_order_key(x), axis=-1,
+                                                      kind="stable"))
+    assert t.shape == (3, 6)
+
+
+def _order_key(a):
+    """clradix's order key of float32 keys (NaN last, -0 == +0), for numpy's argsort."""
+    return key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
