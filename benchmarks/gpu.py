@@ -257,7 +257,8 @@ def _variant(spec):
         kw["items_per_thread"] = int(ipt)
     for extra in parts[1:]:
         key, val = extra.split("=")
-        kw[key] = int(val) if val.isdigit() else val
+        kw[key] = (int(val) if val.isdigit() else
+                   {"true": True, "false": False}.get(val.lower(), val))
     return kw
 
 

@@ -1,4 +1,5 @@
-"""Host side of onesweep (cl_templates/onesweep.cl.mako).
+"""Host side of onesweep (cl_templates/onesweep.cl.mako, onesweep_fused.cl.mako and
+onesweep_small.cl.mako, over the steps of onesweep_steps.mako).
 
 One histogram kernel reads the keys once for every pass; one small scan turns the counts into
 digit starts; then one kernel launch per digit pass (and per portion of at most 2**28 keys, because
@@ -80,16 +81,15 @@ class Onesweep(DigitPasses):
 
 
 def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
-    """The template parameters of onesweep.cl.mako beyond the keys', values' and tile's (every
+    """The template parameters of the onesweep programs beyond the keys', values' and tile's (every
     onesweep driver's, os_small's included). ``stage_bytes``: the staging area the policy
     budgets in local memory (SortPolicy.stage_bytes, the one computation of it)."""
     head, hist = fused_words(pol, index_bytes_, codec.bits)
     return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
                 ring_words=ring_words(pol), fused_head=head, fused_hist_words=hist,
                 lookback=pol.lookback, spin_limit=pol.spin_limit,
-                force_fallback=bool(pol.force_fallback), fused=bool(pol.fused_passes),
+                force_fallback=bool(pol.force_fallback),
                 ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
-                serial_claim="oclgrind" in profile.platform.lower(),
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]),
                 reqd_wg=not capped_registers(pol, profile))
 
@@ -126,7 +126,7 @@ def status_atomics(profile, device):
 
 
 def onesweep_options(profile, device):
-    """The compiler options of onesweep.cl.mako on ``device``: the OpenCL C version of the c11
+    """The compiler options of the onesweep programs on ``device``: the OpenCL C version of the c11
     status atomics."""
     if status_atomics(profile, device) == "c11":
         major, minor = _c_version(device)
@@ -146,6 +146,7 @@ class OnesweepFused(Onesweep):
     one before has written its keys. Temporary memory beyond the ping-pong buffers: the counters,
     the histogram and one status ring per pass, and the digit starts."""
 
+    template = "onesweep_fused.cl.mako"
     kernel_names = ("os_fused",)
 
     @classmethod

@@ -1,6 +1,6 @@
 """The single work-group sorts: at most one tile of keys sorted by one work-group in one launch,
 every pass in local memory, so no temporary memory. rts_small (reduce_then_scan.cl.mako: 4-bit
-split passes) and os_small (onesweep.cl.mako: 8-bit digits ranked as onesweep ranks them) take
+split passes) and os_small (onesweep_small.cl.mako: 8-bit digits ranked as onesweep ranks them) take
 the same parameters."""
 
 from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
@@ -43,7 +43,7 @@ class OnesweepSmall(SingleWorkGroup):
     """A sort of at most one tile of keys by one work-group in one launch (os_small): every
     8-bit digit ranked as onesweep's passes rank them, in local memory."""
 
-    template = "onesweep.cl.mako"
+    template = "onesweep_small.cl.mako"
     kernel_names = ("os_small",)
 
     def template_params(self, policy, profile, device):

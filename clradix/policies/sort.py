@@ -66,19 +66,19 @@ class SortPolicy:
         """Local memory of the largest kernel under this policy."""
         if self.algorithm == "chunks":
             return 0   # one work-item per work-group: private counters only
+        counters = (self.wg_size // self.sg_size) * self.radix * 4   # per-subgroup counters
         if self.algorithm == "single_wg" and self.radix_bits == 8:   # os_small
             return (self.tile * (key_bytes + (2 if value_bytes else 0))  # keys (+ positions)
-                    + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
-                    + self.wg_size * 8 + 16)                           # scan + match scratch
+                    + counters + self.radix * 4                        # digit places
+                    + self.wg_size * 8)                                # scan + match scratch
         if self.algorithm == "single_wg":
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
-        if self.algorithm == "onesweep":
-            return (self.stage_bytes(key_bytes, index_bytes, value_bytes)  # keys, then values
-                    + self.tile                                    # the staged keys' digits
-                    + (self.wg_size // self.sg_size) * self.radix * 4  # per-subgroup counters
+        if self.algorithm == "onesweep":   # onesweep_steps.mako, tile_locals
+            stage = self.stage_bytes(key_bytes, index_bytes, value_bytes)  # keys, then values
+            return (-(-max(stage, counters) // 16) * 16           # staging over the counters
                     + self.wg_size * 8                             # scan + match scratch
-                    + self.radix * (16 + 2 * index_bytes) + 16)    # digit tables
+                    + self.radix * (8 + index_bytes) + 32)         # digit tables, words
         sub = 1 << min(self.radix_bits, 4)
         return (self.tile * (key_bytes + 2)      # keys of the tile + their source positions
                 + sub * self.wg_size * 4         # split counters
