@@ -36,7 +36,7 @@ import clradix
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
-from clradix.policies.sort import validate
+from clradix.policies.sort_validate import validate
 
 from . import common, impls, report
 
