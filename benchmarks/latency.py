@@ -33,6 +33,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
+from clradix import bench
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
@@ -164,13 +165,7 @@ def time_cuda_calls(sync, call, repeat):
 
 
 def time_host_calls(call, repeat):
-    call()
-    single = []
-    for _ in range(max(repeat // 4, 3)):
-        t0 = time.perf_counter()
-        call()
-        single.append(time.perf_counter() - t0)
-    s = statistics.median(single) * 1e6
+    s = bench.median_ms(call, max(repeat // 4, 3)) * 1e3
     return dict(single_us=s, stream_us=s)
 
 
@@ -194,13 +189,7 @@ def launch_floors(queue, repeat):
     g = (256,)
 
     def median_us(fn):
-        fn()
-        t = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            t.append(time.perf_counter() - t0)
-        return statistics.median(t) * 1e6
+        return bench.median_ms(fn, repeat) * 1e3
 
     def one():
         cl.enqueue_nd_range_kernel(queue, knl, g, g).wait()
