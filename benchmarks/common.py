@@ -17,6 +17,7 @@ import numpy as np
 import pyopencl as cl
 
 import clradix
+from clradix import bench
 from clradix.core.device import DeviceProfile, all_devices, can_build
 
 from . import impls, report
@@ -114,12 +115,9 @@ def cuda_peers(args, out, libraries=("cupy", "torch")):
 
 
 def random_keys(rng, dtype, n):
-    """Uniform random bits (floats: normal values, so that every implementation agrees on
-    NaN-free input; the check suites cover NaN and -0.0)."""
-    d = np.dtype(dtype)
-    if d.kind == "f":
-        return rng.standard_normal(n).astype(d)
-    return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
+    """The demo's random keys (clradix.bench.random_keys), floats of normal values: every
+    implementation agrees on NaN-free input (the check suites cover NaN and -0.0)."""
+    return bench.random_keys(rng, dtype, n, floats="normal")
 
 
 def _brief(exc):

@@ -22,7 +22,7 @@ import pyopencl.tools as cl_tools
 import clradix
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import parse_dtype
-from clradix.policies.sort import ranking_backends
+from clradix.policies.fit import ranking_backends
 
 from . import common, impls, timing
 

@@ -2,7 +2,9 @@
 answers they are checked against.
 
 Every implementation answers ``supports(op, dtype)`` and ``run(op, keys, repeat, want)`` ->
-(timing.Timing, whether the last timed run's output equals ``want``). Operations: "sort" (keys
+(timing.Timing, whether the last timed run's output equals ``want``); clradix, numpy, CuPy and
+torch also ``prepare(op, keys)`` -> :class:`Prepared`, the call that ``run`` times and that the
+latency command times its own ways. Operations: "sort" (keys
 only), "sort_kv" (keys + uint32 values = index), "argsort", "topk" (the TOPK_K largest keys and
 their positions, sorted; clradix must match numpy's positions exactly, ties by position; peers
 are checked on the values, their tie order being their own).
@@ -91,6 +93,22 @@ def _check(name, op, got, want):
     return same(got, want)
 
 
+class Prepared:
+    """One operation of one implementation on one input, ready to call again and again.
+
+    ``call`` runs it once: OpenCL implementations take ``call(wait_for=None)`` and return
+    ``(event, outputs)``; CUDA and host ones take ``call()`` and return the outputs. ``prep``
+    (or None) restores the input of an in-place operation before a run (done once here);
+    ``result(outputs)`` gives the outputs on the host as the check compares them; ``release``
+    frees what the implementation pooled."""
+
+    def __init__(self, call, result, prep=None, release=None):
+        self.call, self.result, self.prep = call, result, prep
+        self.release = release or (lambda: None)
+        if prep:
+            prep()
+
+
 class ClradixImpl:
     """clradix on one OpenCL queue, with the planner's policy or fixed overrides."""
 
@@ -106,31 +124,43 @@ class ClradixImpl:
     def policy(self, dtype, n):
         return str(self.sorter.plan(self.queue.device, dtype, n))
 
-    def run(self, op, keys, repeat, want):
+    def prepare(self, op, keys):
+        """``op`` also "argsort_out": argsort into one index array reused by every call."""
         q = self.queue
         src = cl_array.to_device(q, keys)
         work = cl_array.empty_like(src)
         idx0 = cl_array.to_device(q, np.arange(keys.size, dtype=np.uint32))
         vals = cl_array.empty_like(idx0) if op == "sort_kv" else None
+        out = cl_array.empty(q, keys.size, np.uint32) if op == "argsort_out" else None
 
         def prep():  # the in-place sorts start from the unsorted keys (and values) each run
             cl.enqueue_copy(q, work.data, src.data)
             if vals is not None:
                 cl.enqueue_copy(q, vals.data, idx0.data)
 
-        def call():
+        def call(wait_for=None):
             if op == "topk":
-                v, i, evt = self.selector.topk(q, src, topk_k(keys.size))
+                v, i, evt = self.selector.topk(q, src, topk_k(keys.size), wait_for=wait_for)
                 return evt, (v, i)
-            if op == "argsort":
-                out, evt = self.sorter.argsort(q, src)
-                return evt, (out,)
-            return self.sorter.sort(q, work, values=vals), (work,) if vals is None else (work, vals)
-        t = timing.time_opencl(q, call, repeat, prep if op in ("sort", "sort_kv") else None)
-        ok = _check(self.name, op, tuple(a.get() for a in t.out), want)
+            if op.startswith("argsort"):
+                # argsort: a new index array per call (its allocation is part of the call)
+                res, evt = self.sorter.argsort(q, src, out=out, wait_for=wait_for)
+                return evt, (res,)
+            evt = self.sorter.sort(q, work, values=vals, wait_for=wait_for)
+            return evt, (work,) if vals is None else (work, vals)
+
+        def release():
+            # the next cell (another size or dtype) starts without this one's pooled temporaries
+            self.selector.free_memory()
+        return Prepared(call, lambda outs: tuple(a.get() for a in outs),
+                        prep if op in ("sort", "sort_kv") else None, release)
+
+    def run(self, op, keys, repeat, want):
+        p = self.prepare(op, keys)
+        t = timing.time_opencl(self.queue, p.call, repeat, p.prep)
+        ok = _check(self.name, op, p.result(t.out), want)
         t.out = None
-        # the next cell (another size or dtype) starts without this one's pooled temporaries
-        self.selector.free_memory()
+        p.release()
         return t, ok
 
 
@@ -180,15 +210,18 @@ class PyopenclRadixSort:
 
 
 class NumpyImpl:
-    """numpy on the host (stable sort / argsort; kv = argsort + two gathers). Wall time only,
-    half the repeats (at least one)."""
+    """numpy on the host (sort / argsort of ``kind``, stable by default; kv = argsort + two
+    gathers). Wall time only, half the repeats (at least one)."""
 
-    name = "numpy (host)"
+    def __init__(self, kind="stable", name="numpy (host)"):
+        self.kind, self.name = kind, name
 
     def supports(self, op, dtype):
         return True
 
-    def run(self, op, keys, repeat, want):
+    def prepare(self, op, keys):
+        kind = self.kind
+
         def call():
             if op == "topk":   # argpartition, then the k sorted (largest first)
                 k = topk_k(keys.size)
@@ -196,10 +229,14 @@ class NumpyImpl:
                 pos = part[np.argsort(keys[part], kind="stable")[::-1]]
                 return keys[pos], pos.astype(np.uint32)
             if op == "sort":
-                return (np.sort(keys, kind="stable"),)
-            order = np.argsort(keys, kind="stable")
+                return (np.sort(keys, kind=kind),)
+            order = np.argsort(keys, kind=kind)
             return (keys[order], order.astype(np.uint32)) if op == "sort_kv" else (order,)
-        t = timing.time_host(call, max(repeat // 2, 1))
+        return Prepared(call, lambda outs: outs)
+
+    def run(self, op, keys, repeat, want):
+        p = self.prepare(op, keys)
+        t = timing.time_host(p.call, max(repeat // 2, 1))
         return t, _check(self.name, op, t.out, want)
 
 
@@ -218,7 +255,11 @@ class CupyImpl:
     def supports(self, op, dtype):
         return op != "topk"   # CuPy has no top-k
 
-    def run(self, op, keys, repeat, want):
+    def synchronize(self):
+        import cupy as cp
+        cp.cuda.Device().synchronize()
+
+    def prepare(self, op, keys):
         import cupy as cp
         x = cp.asarray(keys)
         y = cp.empty_like(x)
@@ -232,10 +273,16 @@ class CupyImpl:
                 return (y,)
             order = cp.argsort(y, kind="stable")
             return (y[order], order.astype(cp.uint32)) if op == "sort_kv" else (order,)
-        t = timing.time_cuda("cupy", call, repeat, prep)
-        ok = _check(self.name, op, tuple(o.get() for o in t.out), want)
-        t.out = x = y = None
-        cp.get_default_memory_pool().free_all_blocks()
+        return Prepared(call, lambda outs: tuple(o.get() for o in outs), prep,
+                        cp.get_default_memory_pool().free_all_blocks)
+
+    def run(self, op, keys, repeat, want):
+        p = self.prepare(op, keys)
+        t = timing.time_cuda("cupy", p.call, repeat, p.prep)
+        ok = _check(self.name, op, p.result(t.out), want)
+        release = p.release
+        t.out = p = None   # (the arrays go before the pool is emptied)
+        release()
         return t, ok
 
 
@@ -255,7 +302,11 @@ class TorchImpl:
         # torch has no unsigned 16/32/64-bit sort: unsigned keys are skipped
         return str(np.dtype(dtype)) not in self._UNSIGNED
 
-    def run(self, op, keys, repeat, want):
+    def synchronize(self):
+        import torch
+        torch.cuda.synchronize()
+
+    def prepare(self, op, keys):
         import torch
         x = torch.as_tensor(keys, device="cuda")
 
@@ -267,12 +318,21 @@ class TorchImpl:
                 return (torch.argsort(x, stable=True),)
             v, i = torch.sort(x, stable=True)
             return (v,) if op == "sort" else (v, i.to(torch.int32))
-        t = timing.time_cuda("torch", call, repeat)
-        got = tuple(o.cpu().numpy() for o in t.out)
-        if op in ("sort_kv", "topk"):
-            got = (got[0], got[1].astype(np.uint32))
-        t.out = x = None
-        torch.cuda.empty_cache()
+
+        def result(outs):
+            got = tuple(o.cpu().numpy() for o in outs)
+            if op in ("sort_kv", "topk"):
+                got = (got[0], got[1].astype(np.uint32))
+            return got
+        return Prepared(call, result, release=torch.cuda.empty_cache)
+
+    def run(self, op, keys, repeat, want):
+        p = self.prepare(op, keys)
+        t = timing.time_cuda("torch", p.call, repeat)
+        got = p.result(t.out)
+        release = p.release
+        t.out = p = None
+        release()
         return t, _check(self.name, op, got, want)
 
 

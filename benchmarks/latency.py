@@ -33,10 +33,11 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
+from clradix import bench
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
-from clradix.policies.sort import validate
+from clradix.policies.sort_validate import validate
 
 from . import common, impls, report
 
@@ -164,13 +165,7 @@ def time_cuda_calls(sync, call, repeat):
 
 
 def time_host_calls(call, repeat):
-    call()
-    single = []
-    for _ in range(max(repeat // 4, 3)):
-        t0 = time.perf_counter()
-        call()
-        single.append(time.perf_counter() - t0)
-    s = statistics.median(single) * 1e6
+    s = bench.median_ms(call, max(repeat // 4, 3)) * 1e3
     return dict(single_us=s, stream_us=s)
 
 
@@ -194,13 +189,7 @@ def launch_floors(queue, repeat):
     g = (256,)
 
     def median_us(fn):
-        fn()
-        t = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            t.append(time.perf_counter() - t0)
-        return statistics.median(t) * 1e6
+        return bench.median_ms(fn, repeat) * 1e3
 
     def one():
         cl.enqueue_nd_range_kernel(queue, knl, g, g).wait()
@@ -257,130 +246,38 @@ def profile_calls(queue, lg, calls, top=18):
                     if line.strip() and not line.startswith(("   Ordered", "         "))))
 
 
-# ------------------------------------------------------------------ implementations
+# ------------------------------------------------------------------ one case
 
-class ClradixCalls:
-    """clradix on one queue (a Sorter with ``overrides``)."""
-
-    def __init__(self, queue, name, overrides):
-        self.queue, self.name = queue, name
-        self.sorter = clradix.Sorter(queue.context, **overrides)
-
-    def run(self, op, keys, repeat):
-        q = self.queue
-        d = cl_array.to_device(q, keys)
-        vals = cl_array.to_device(q, np.arange(keys.size, dtype=np.uint32)) \
-            if op == "sort_kv" else None
-        out = cl_array.empty(q, keys.size, np.uint32) if op == "argsort_out" else None
-        if op.startswith("argsort"):
-            # argsort: a new index array per call, as clradix.argsort gives (the allocation is
-            # part of it); argsort_out: the same array each call
-            def call(wait):
-                return self.sorter.argsort(q, d, out=out, wait_for=wait)[1]
-        else:
-            def call(wait):
-                return self.sorter.sort(q, d, values=vals, wait_for=wait)
-        times = time_opencl_calls(q, call, repeat)
-        # launches: the commands of one call, from its driver's trace
+def run_calls(impl, op, keys, repeat):
+    """(times, outputs of the last call on the host) of ``op`` by ``impl`` (one of impls'
+    implementations): OpenCL ones timed by time_opencl_calls, with the commands of one call
+    (``launches``, from its drivers' trace); CUDA ones by time_cuda_calls; numpy by
+    time_host_calls. In-place sorts sort the same array again each call."""
+    p = impl.prepare(op, keys)
+    box = {}
+    if isinstance(impl, impls.ClradixImpl):
+        times = time_opencl_calls(impl.queue, lambda wait: p.call(wait)[0], repeat)
         trace = []
-        for driver in self.sorter.planner.drivers.values():
+        drivers = list(impl.sorter.planner.drivers.values())
+        for driver in drivers:
             driver.trace = trace
-        if op.startswith("argsort"):
-            out, evt = self.sorter.argsort(q, d, out=out)
-        else:
-            evt = call(None)
+        evt, box["out"] = p.call()
         evt.wait()
-        for driver in self.sorter.planner.drivers.values():
+        for driver in drivers:
             driver.trace = None
         times["launches"] = len(trace)
-        if op.startswith("argsort"):
-            got = (out.get(),)
+    else:
+        def call():
+            box["out"] = p.call()
+        if isinstance(impl, impls.NumpyImpl):
+            times = time_host_calls(call, repeat)
         else:
-            got = (d.get(),) + ((vals.get(),) if vals is not None else ())
-        self.sorter.free_memory()
-        return times, got
-
-
-class CupyCalls:
-    name = "cupy"
-
-    def run(self, op, keys, repeat):
-        import cupy as cp
-        x = cp.asarray(keys)
-        vals = cp.arange(keys.size, dtype=cp.uint32)
-        sync = cp.cuda.Device().synchronize
-        box = {}
-        if op == "sort":
-            call = x.sort
-        elif op == "sort_kv":   # CuPy has no pair sort: argsort and two gathers
-            def call():
-                order = cp.argsort(x)
-                box["k"], box["v"] = x[order], vals[order]
-        else:
-            def call():
-                box["i"] = cp.argsort(x)
-        times = time_cuda_calls(sync, call, repeat)
-        if op == "sort":
-            got = (x.get(),)
-        elif op == "sort_kv":
-            got = (box["k"].get(), box["v"].get())
-        else:
-            got = (box["i"].get().astype(np.uint32),)
-        cp.get_default_memory_pool().free_all_blocks()
-        return times, got
-
-
-class TorchCalls:
-    name = "torch"
-
-    def supports(self, dtype):
-        return str(dtype) != "uint32"   # torch sorts no uint32
-
-    def run(self, op, keys, repeat):
-        import torch
-        x = torch.as_tensor(keys, device="cuda")
-        vals = torch.arange(keys.size, dtype=torch.int32, device="cuda")
-        sync = torch.cuda.synchronize
-        box = {}
-        if op == "argsort":
-            def call():
-                box["i"] = torch.argsort(x, stable=True)
-        else:
-            def call():
-                box["k"], box["i"] = torch.sort(x, stable=True)
-                if op == "sort_kv":
-                    box["v"] = vals[box["i"]]
-        times = time_cuda_calls(sync, call, repeat)
-        if op == "sort":
-            got = (box["k"].cpu().numpy(),)
-        elif op == "sort_kv":
-            got = (box["k"].cpu().numpy(), box["v"].cpu().numpy().astype(np.uint32))
-        else:
-            got = (box["i"].cpu().numpy().astype(np.uint32),)
-        torch.cuda.empty_cache()
-        return times, got
-
-
-class NumpyCalls:
-    def __init__(self, kind):
-        self.kind = kind
-        self.name = f"numpy {kind or 'default'}"
-
-    def run(self, op, keys, repeat):
-        kind, box = self.kind, {}
-        if op == "sort":
-            def call():
-                box["k"] = np.sort(keys, kind=kind)
-        elif op == "sort_kv":
-            def call():
-                order = np.argsort(keys, kind=kind)
-                box["k"], box["v"] = keys[order], order.astype(np.uint32)
-        else:
-            def call():
-                box["i"] = np.argsort(keys, kind=kind)
-        times = time_host_calls(call, repeat)
-        got = {"sort": ("k",), "sort_kv": ("k", "v"), "argsort": ("i",)}[op]
-        return times, tuple(box[g] for g in got)
+            times = time_cuda_calls(impl.synchronize, call, repeat)
+    got = p.result(box.pop("out"))
+    release = p.release
+    p = None
+    release()
+    return times, got
 
 
 def _ok(op, got, want, stable):
@@ -407,13 +304,12 @@ def main(args):
         raise SystemExit(f"latency: unknown op(s) {', '.join(unknown)}; expected some of "
                          f"{', '.join(OPS + EXTRA_OPS)}")
     dtypes = [d for d in args.dtypes.split(",") if d]
-    clr = [ClradixCalls(queue, "clradix", {})]
-    clr += [ClradixCalls(queue, f"clradix {name}", ov) for name, ov in parse_variants(
+    clr = [impls.ClradixImpl(queue)]
+    clr += [impls.ClradixImpl(queue, ov, f"clradix {name}") for name, ov in parse_variants(
         args.variants)]
-    peers = []
-    for p in common.cuda_peers(args, run):
-        peers.append(CupyCalls() if p.library == "cupy" else TorchCalls())
-    hosts = [] if args.no_numpy else [NumpyCalls(None), NumpyCalls("stable")]
+    peers = common.cuda_peers(args, run)
+    hosts = [] if args.no_numpy else [impls.NumpyImpl(None, "numpy default"),
+                                      impls.NumpyImpl("stable", "numpy stable")]
     floors = launch_floors(queue, repeat)
     run.meta["runtime_floors_us"] = floors
     floor = run.meta["launch_floor_us"] = floors["host"]
@@ -435,18 +331,18 @@ def main(args):
                 want = {"sort": (keys[order],), "sort_kv": (keys[order], order.astype(np.uint32)),
                         "argsort": (order.astype(np.uint32),)}[op.replace("_out", "")]
                 for impl in (clr if op in EXTRA_OPS else clr + peers + hosts):
-                    if isinstance(impl, TorchCalls) and not impl.supports(dtype):
+                    if not impl.supports(op, dtype):
                         continue
                     _case(run, where, impl, op, dtype, n, keys, want, repeat, floor)
     return run.finish()
 
 
 def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
-    host = isinstance(impl, NumpyCalls)
-    cuda = isinstance(impl, (CupyCalls, TorchCalls))
+    host = isinstance(impl, impls.NumpyImpl)
+    cuda = isinstance(impl, (impls.CupyImpl, impls.TorchImpl))
     fields = common.host_fields() if host else where if not cuda else dict(
         device="CUDA", device_full="CUDA", driver="")
-    if isinstance(impl, ClradixCalls) and impl.name != "clradix":
+    if isinstance(impl, impls.ClradixImpl) and impl.name != "clradix":
         try:   # a variant that cannot run this case (single_wg above its tile) skips it
             impl.sorter.temp_bytes(n, dtype, np.uint32 if op != "sort" else None)
             pol = impl.sorter.plan(impl.queue.device, dtype, n, np.uint32 if op != "sort" else None)
@@ -457,19 +353,18 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
                   f"skipped: {str(exc)[:70]}", flush=True)
             return
     with run.guard(f"{impl.name} {op} {dtype} n={report.size_label(n)}"):
-        times, got = impl.run(op, keys.copy(), repeat)
-        stable = isinstance(impl, ClradixCalls) or (host and impl.kind == "stable") \
-            or isinstance(impl, TorchCalls)
+        times, got = run_calls(impl, op, keys.copy(), repeat)
+        stable = isinstance(impl, impls.ClradixImpl) or (host and impl.kind == "stable") \
+            or isinstance(impl, impls.TorchImpl)
         ok = _ok(op, got, want, stable)
         policy = ""
-        if isinstance(impl, ClradixCalls):
+        if isinstance(impl, impls.ClradixImpl):
             pol = impl.sorter.plan(impl.queue.device, dtype, n,
                                    np.uint32 if op != "sort" else None)
             policy = (f"{pol.algorithm} {pol.radix_bits}b {pol.wg_size}x{pol.items_per_thread}"
                       + (" fused_scan" if pol.fused_scan and pol.algorithm == "reduce_then_scan"
                          else "")
-                      + (f" {pol.ranking}" if pol.algorithm == "onesweep" or (
-                          pol.algorithm == "single_wg" and pol.radix_bits == 8) else ""))
+                      + (f" {pol.ranking}" if pol.ranks_by_subgroups else ""))
             times["host_per_floor"] = times["host_us"] / floor
         run.record(fields, impl.name, op, dtype, n, ok=ok, policy=policy, **times)
         f = lambda k, w, p=1: f"{times[k]:{w}.{p}f}" if k in times else " " * w  # noqa: E731

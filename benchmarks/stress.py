@@ -51,7 +51,7 @@ def child(device_index, seed):
     import clradix
     from clradix.core.device import DeviceProfile
     from clradix.core.keys import key_codec
-    from clradix.policies.sort import ranking_backends
+    from clradix.policies.fit import ranking_backends
 
     dev, _ = common.select_device([str(device_index)])
     ctx = cl.Context([dev])

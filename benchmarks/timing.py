@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import pyopencl as cl
 
+from clradix import bench
+
 
 @dataclass
 class Timing:
@@ -111,13 +113,5 @@ def time_cuda(library, call, repeat, prep=None):
 
 def time_host(call, repeat, prep=None):
     """Host code: wall time only (``prep`` before each run, outside the clock)."""
-    t = Timing()
-    for rep in range(repeat + 1):
-        if prep:
-            prep()
-        t0 = time.perf_counter()
-        t.out = call()
-        t1 = time.perf_counter()
-        if rep:
-            t.wall_ms.append((t1 - t0) * 1e3)
-    return t
+    samples, out = bench.time_calls(call, repeat, prep)
+    return Timing(wall_ms=[s * 1e3 for s in samples], out=out)

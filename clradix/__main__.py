@@ -13,9 +13,9 @@ import argparse
 import logging
 import math
 import sys
-import time
 
 from . import __version__
+from .bench import median_ms, random_keys
 
 DESCRIPTION = ("Sort, plan and autotune with clradix on OpenCL devices: demo (the default "
                "command) sorts random keys or a .npy file and checks the result against numpy.")
@@ -166,33 +166,12 @@ def keys_file(path):
     return keys
 
 
-def random_keys(rng, dtype, n):
-    """Uniformly random bits of ``dtype`` (floats include NaN, inf, zeros and subnormals)."""
-    import numpy as np
-    d = np.dtype(dtype)
-    if d == np.bool_:   # a bool's only bytes are 0 and 1
-        return rng.random(n) < 0.5
-    return rng.integers(0, 256, n * d.itemsize, dtype=np.uint8).view(d)
-
-
 def _order(keys, descending):
     """numpy's stable order of the keys by clradix's order key (NaN last, -0.0 == +0.0)."""
     import numpy as np
     from .core.keys import key_codec
     okey = key_codec(keys.dtype).order_key(keys)
     return np.argsort(~okey if descending else okey, kind="stable")
-
-
-def _median_ms(fn, repeat):
-    """One untimed run (warm-up), then the median wall time of ``repeat`` runs, in ms."""
-    import numpy as np
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3 if times else None
 
 
 def _numpy_calls(keys, op, k, descending):
@@ -256,7 +235,7 @@ def cmd_demo(args):
             vals, idx, evt = selector.topk(queue, d_keys, k, largest=not args.descending)
             evt.wait()
             result["out"] = idx
-    ms = _median_ms(run, args.repeat)   # (the warm-up builds the kernels)
+    ms = median_ms(run, args.repeat)   # (the warm-up builds the kernels)
     got = result["out"].get()
     order = _order(keys, args.descending if op != "topk" else not args.descending)
     if op == "sort":
@@ -283,7 +262,7 @@ def cmd_demo(args):
         print(f"  clradix{'':31s} {ms:10.2f}")
         if not args.descending:   # numpy's calls sort ascending (top-k: the largest)
             for label, fn in _numpy_calls(keys, op, k, args.descending):
-                t = _median_ms(fn, args.repeat)
+                t = median_ms(fn, args.repeat)
                 print(f"  {label:38s} {t:10.2f}   {ms / t if t else float('inf'):.2f}")
     print(f"check   {'OK: ' + check if ok else 'MISMATCH: not ' + check}")
     return 0 if ok else 1

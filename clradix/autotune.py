@@ -14,8 +14,11 @@ import pyopencl.tools as cl_tools
 from .core.device import DeviceProfile
 from .core.keys import key_codec, parse_dtype
 from .core.errors import PolicyError
-from .policies.sort import _DEFAULTS, RADIX_BITS, SortPolicy, plan_sort, ranking_backends
-from .policies.sort import sg_size_of, validate
+from .policies.fit import ranking_backends, sg_size_of
+from .policies.sort import RADIX_BITS, SortPolicy
+from .policies.sort_defaults import DEFAULTS
+from .policies.sort_plan import plan_sort
+from .policies.sort_validate import validate
 from .core.render import KernelBuildError
 from .core.sizes import index_bytes
 from .dispatch.sorter import Sorter
@@ -30,7 +33,7 @@ def candidates(profile, dtype, n):
     shapes = [(256, 16), (256, 8), (128, 16)]
     for rb in RADIX_BITS:
         for wg, ipt in shapes:
-            out.append(replace(_DEFAULTS["cpu"], radix_bits=rb, wg_size=wg, items_per_thread=ipt))
+            out.append(replace(DEFAULTS["cpu"], radix_bits=rb, wg_size=wg, items_per_thread=ipt))
     for ranking in ranking_backends(profile):
         sg = sg_size_of(ranking)
         for rb in RADIX_BITS:
@@ -40,7 +43,7 @@ def candidates(profile, dtype, n):
     if profile.is_cpu:   # the chunked CPU sort: digit widths and chunks per compute unit
         for rb in (8, 11):
             for bpc in (2, 4, 8):
-                out.append(replace(_DEFAULTS["cpu-chunks"], radix_bits=rb, blocks_per_cu=bpc))
+                out.append(replace(DEFAULTS["cpu-chunks"], radix_bits=rb, blocks_per_cu=bpc))
     small = plan_sort(profile, codec, None, 1)
     if small.algorithm == "single_wg" and n <= small.tile:
         out.append(small)

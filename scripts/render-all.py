@@ -150,7 +150,8 @@ def configurations():
     """(configuration name, constructor of its driver) of everything the planners choose."""
     from clradix.planning.planner import driver_class, topk_driver_class
     from clradix.policies.segment import SegmentPolicy, plan_segments
-    from clradix.policies.sort import plan_sort, validate
+    from clradix.policies.sort_plan import plan_sort
+    from clradix.policies.sort_validate import validate
     from clradix.policies.topk import plan_topk
     from clradix.drivers.segmented import SegmentedSort
     from clradix.drivers.segmented_chunks import SegmentChunks

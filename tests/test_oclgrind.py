@@ -48,7 +48,8 @@ from clradix.dispatch import segments as segmented
 from clradix.core import sizes
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
-from clradix.policies.sort import RANKINGS, ranking_backends
+from clradix.policies.fit import ranking_backends
+from clradix.policies.sort import RANKINGS
 
 import conftest
 from data import float_specials

@@ -8,7 +8,7 @@ import clradix
 from clradix.drivers import onesweep
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import KEY_DTYPES
-from clradix.policies.sort import ranking_backends
+from clradix.policies.fit import ranking_backends
 
 from conftest import check_sort
 from data import DISTRIBUTIONS, float_specials, uniform

@@ -9,7 +9,10 @@ import clradix
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
 from clradix.policies.overrides import check_overrides
-from clradix.policies.sort import NVIDIA_FUSED_MAX, SortPolicy, plan_sort, validate
+from clradix.policies.sort import SortPolicy
+from clradix.policies.sort_defaults import NVIDIA_FUSED_MAX
+from clradix.policies.sort_plan import plan_sort
+from clradix.policies.sort_validate import validate
 from conftest import fake_profile
 
 

@@ -12,7 +12,8 @@ from clradix import autotune
 from clradix.policies import tuning
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
-from clradix.policies.sort import SortPolicy, plan_sort
+from clradix.policies.sort import SortPolicy
+from clradix.policies.sort_plan import plan_sort
 from clradix.core.render import KernelBuildError
 
 from conftest import check_sort

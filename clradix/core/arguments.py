@@ -134,45 +134,58 @@ def attach_event(array, evt, replaced=()):
     array.events[:] = [e for e in array.events if e.int_ptr not in gone] + [evt]
 
 
-def _extent(op):
-    """(memory object the bytes live in, first byte, end byte) of ``op``'s n elements; a
-    sub-buffer resolves to its parent."""
-    buf, start = op.buffer, op.offset * op.dtype.itemsize
+def extent(x):
+    """(memory object, first byte, end byte) of the bytes ``x`` may touch, or None when it
+    touches none: an :class:`Operand`'s ``n`` elements, or every element of a pyopencl Array,
+    a strided view included (negative strides too). A sub-buffer resolves to its parent, so that
+    views of one allocation through different sub-buffers compare."""
+    if isinstance(x, cl_array.Array):
+        if x.size == 0 or x.base_data is None:
+            return None
+        buf, start, last = x.base_data, x.offset, x.offset
+        for count, stride in zip(x.shape, x.strides):
+            span = (count - 1) * stride
+            start, last = (start + span, last) if span < 0 else (start, last + span)
+        end = last + x.dtype.itemsize
+    else:
+        if not x.n:
+            return None
+        buf, start = x.buffer, x.offset * x.dtype.itemsize
+        end = start + x.n * x.dtype.itemsize
     try:
         parent = buf.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT)
     except (cl.Error, AttributeError):
         parent = None
     if parent is not None:
-        start += int(buf.get_info(cl.mem_info.OFFSET))
-        buf = parent
-    return buf.int_ptr, start, start + op.n * op.dtype.itemsize
+        shift = int(buf.get_info(cl.mem_info.OFFSET))
+        buf, start, end = parent, start + shift, end + shift
+    return buf.int_ptr, start, end
+
+
+def overlaps(a, b):
+    """Whether ``a`` and ``b`` (Operands or pyopencl Arrays, see :func:`extent`) share a byte."""
+    ea, eb = extent(a), extent(b)
+    return (ea is not None and eb is not None and ea[0] == eb[0]
+            and ea[1] < eb[2] and eb[1] < ea[2])
 
 
 def check_disjoint(a, b, what, other):
-    """ValueError when operand ``b`` (named ``what``) shares memory with ``a`` (``other``): a
-    kernel reading one while writing the other would scramble both."""
-    if not a.n or not b.n:
+    """ValueError when ``b`` (named ``what``) shares memory with ``a`` (``other``), each an
+    Operand or a pyopencl Array: a kernel reading one while writing the other would scramble
+    both."""
+    ea, eb = extent(a), extent(b)
+    if ea is None or eb is None:
         return
-    ma, sa, ea = _extent(a)
-    mb, sb, eb = _extent(b)
-    if ma == mb and sa < eb and sb < ea:
-        raise ValueError(f"{what} overlaps {other} (bytes [{sb}, {eb}) and [{sa}, {ea}) of one "
-                         f"buffer): pass a separate buffer")
-
-
-def bytes_of(array):
-    """The bytes of a contiguous pyopencl ``array`` as an Operand of uint8 elements (its byte
-    offset and size, whatever its dtype or shape), for :func:`check_all_disjoint`; None for
-    None."""
-    if array is None:
-        return None
-    return Operand(array.base_data, int(array.offset), int(array.nbytes), np.dtype(np.uint8), array)
+    (ma, sa, end_a), (mb, sb, end_b) = ea, eb
+    if ma == mb and sa < end_b and sb < end_a:
+        raise ValueError(f"{what} overlaps {other} (bytes [{sb}, {end_b}) and [{sa}, {end_a}) of "
+                         f"one buffer): pass a separate buffer")
 
 
 def check_all_disjoint(named):
-    """ValueError when any two of ``named`` ((name, Operand or None) pairs, the None ones left
-    out) share memory: by buffer (a sub-buffer by its parent) and byte range."""
-    named = [(what, op) for what, op in named if op is not None]
+    """ValueError when any two of ``named`` ((name, Operand, pyopencl Array or None) pairs, the
+    None ones left out) share memory (see :func:`check_disjoint`)."""
+    named = [(what, x) for what, x in named if x is not None]
     for i, (other, a) in enumerate(named):
         for what, b in named[i + 1:]:
             check_disjoint(a, b, what, other)

@@ -25,7 +25,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import Operand, attach_event, check_context, check_queue
+from ..core.arguments import Operand, attach_event, check_context, check_queue, overlaps
 from ..core.device import default_device
 from ..core.keys import key_codec
 from ..core.memory import new_output, pooled_output
@@ -332,28 +332,10 @@ def _result(out, queue, dtype, shape, what, allocator, sorter, a=None):
         raise ValueError(f"{what}: must be C-contiguous (strides {out.strides}); pass a "
                          f"contiguous array")
     check_context(sorter.context, out.context, what)
-    if a is not None and out is not a and _overlaps(a, out):
+    if a is not None and out is not a and overlaps(a, out):
         raise ValueError(f"{what} overlaps the input array: pass a separate array (or the "
                          f"input itself, for sort, to sort in place)")
     return out
-
-
-def _extent(arr):
-    """(buffer pointer, first byte, end byte) that ``arr`` may touch."""
-    lo = hi = arr.offset
-    for s, t in zip(arr.shape, arr.strides):
-        if s:
-            span = (s - 1) * t
-            lo, hi = (lo + span, hi) if span < 0 else (lo, hi + span)
-    return arr.base_data.int_ptr if arr.base_data is not None else 0, lo, hi + arr.dtype.itemsize
-
-
-def _overlaps(a, b):
-    if a.size == 0 or b.size == 0 or a.base_data is None or b.base_data is None:
-        return False
-    ma, sa, ea = _extent(a)
-    mb, sb, eb = _extent(b)
-    return ma == mb and sa < eb and sb < ea
 
 
 def _flat(arr):
@@ -714,7 +696,7 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
                          a)
         indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator,
                           sorter, a)
-        if outs != (None, None) and (values is indices or _overlaps(values, indices)):
+        if outs != (None, None) and (values is indices or overlaps(values, indices)):
             raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
         replaced_v, replaced_i = list(values.events), list(indices.events)
         wait = _events(wait_for) + list(a.events) + replaced_v + replaced_i
@@ -735,7 +717,7 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
     values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter, a)
     indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator, sorter,
                       a)
-    if values is indices or _overlaps(values, indices):
+    if values is indices or overlaps(values, indices):
         raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
     replaced_v, replaced_i = list(values.events), list(indices.events)
     wait = _events(wait_for)

@@ -36,7 +36,9 @@ from ..drivers.segmented_chunks import SegmentChunks
 from ..drivers.topk_chunks import TopkChunks
 from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
 from ..policies.segment import plan_segments
-from ..policies.sort import plan_sort, validate, without_ranking
+from ..policies.fit import without_ranking
+from ..policies.sort_plan import plan_sort
+from ..policies.sort_validate import validate
 from ..policies.topk import MIN_WG, plan_topk
 from ..policies.tuning import tuned_table
 

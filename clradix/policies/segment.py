@@ -5,8 +5,8 @@ import typing
 from dataclasses import dataclass, replace
 
 from ..core.errors import PolicyError
-from ..core.sizes import pow2_floor
-from .sort import RANKINGS, ranking_backends, sg_size_of
+from .fit import clamp_wg, ranking_backends, sg_size_of, shrink_items, three_quarters
+from .sort import RANKINGS
 
 
 @dataclass(frozen=True)
@@ -89,12 +89,10 @@ def plan_segments(profile, codec, index_bytes_, overrides=None):
     if "sg_size" not in fields:
         pol = replace(pol, sg_size=sg_size_of(pol.ranking))
     if "wg_size" not in fields:
-        pol = replace(pol, wg_size=max(pol.sg_size, min(pol.wg_size,
-                                                        pow2_floor(profile.max_wg_size))))
+        pol = clamp_wg(pol, profile, at_least=pol.sg_size)
     if "items_per_thread" not in fields:
-        while (pol.items_per_thread > 1
-               and pol.local_bytes(codec.itemsize, index_bytes_) > profile.local_mem_bytes):
-            pol = replace(pol, items_per_thread=pol.items_per_thread * 3 // 4)
+        pol = shrink_items(pol, lambda p: p.local_bytes(codec.itemsize, index_bytes_),
+                           profile.local_mem_bytes, three_quarters)
     validate_segments(pol, profile, codec.itemsize, index_bytes_)
     return pol
 

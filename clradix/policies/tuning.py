@@ -6,7 +6,7 @@ device identity (platform, device, driver version) and are only used by the clra
 wrote them. A file that cannot be read, or was written by another version, is ignored with a
 warning (and replaced by the next ``python -m clradix autotune``); so is each entry of the wrong
 shape or type, and a tuned policy that cannot run on its device
-(:func:`clradix.policies.sort.plan_sort`).
+(:func:`clradix.policies.sort_plan.plan_sort`).
 The autotune harness that finds the winners is :mod:`clradix.autotune`.
 """
 

@@ -1,0 +1,100 @@
+"""The sort policy's built-in defaults per device, and the constants the sort planner sizes by.
+
+Each entry is the fastest measured on the device type it names; the measurements behind every
+entry and constant are in BENCHMARKS_NOTES.md ("The sort defaults: where each value came from").
+The planner (:mod:`.sort_plan`) fits an entry to the device (ranking back-end, work-group size,
+local memory) and the caller's overrides.
+"""
+
+from .fit import ranking_backends
+from .sort import SortPolicy
+
+DEFAULTS = {
+    # CPUs without subgroups (PoCL), work-group algorithms: reduce-then-scan, whose passes need
+    # no subgroup primitives; 8-bit digits take the fewest passes.
+    "cpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=16,
+                      blocks_per_cu=4),
+    # CPUs with real subgroups (Intel's runtime), from 2^18 keys: onesweep, ranked with
+    # cl_intel_subgroups shuffles (faster there than the khr ballots, although listed after them).
+    "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+                                ranking="intel", sg_size=16),
+    # CPUs: one work-item per chunk of at least items_per_thread keys, blocks_per_cu chunks per
+    # compute unit; a pass counts each chunk's digits, then scatters each chunk, no barrier
+    # (chunks.cl.mako). The digit width follows the size (chunk_radix_bits).
+    "cpu-chunks": SortPolicy("chunks", radix_bits=8, wg_size=1, items_per_thread=4096,
+                             blocks_per_cu=4),
+    # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
+    "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
+    # ... on CPUs up to 16384 keys (the tile follows n from 256 x 16): one launch where
+    # reduce-then-scan takes 12.
+    "cpu-small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=64),
+    # NVIDIA: one work-group ranks 8-bit digits with onesweep's warp ballots (os_small), its tile
+    # as large as local memory allows up to 256 x 32 (8192 uint32 keys, 6144 with uint32 values
+    # on 48 KiB): one launch where reduce-then-scan takes 12.
+    "nvidia-single": SortPolicy("single_wg", radix_bits=8, wg_size=256, items_per_thread=32,
+                                ranking="ptx", sg_size=32),
+    # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
+    "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
+                      blocks_per_cu=8),
+    # NVIDIA from 2^18 keys: onesweep, 8-bit digits, warp ranking by ballots (ptx), 256 x 20
+    # (items_per_thread lowered to fit local memory for wider keys).
+    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
+                         ranking="ptx", sg_size=32),
+    # ... and below 2^18 keys onesweep 256x16, up to NVIDIA_FUSED_MAX in one launch (os_fused).
+    "nvidia-small": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
+                               ranking="ptx", sg_size=32),
+}
+
+# From this many keys NVIDIA GPUs take the "nvidia" entry, below it "nvidia-small"; CPUs with
+# subgroups take "cpu-subgroups" for their work-group sorts, below it "cpu".
+LARGE_SORT = 1 << 18
+
+# NVIDIA's OpenCL runtime spends about 10 us of host time on every enqueued command, so up to
+# this many keys the onesweep passes run as one launch (os_fused) after one fill: 2 commands
+# instead of 7. Beyond it the seven launches are faster (in one launch a pass's tiles wait for
+# the whole pass before them).
+NVIDIA_FUSED_MAX = 1 << 21
+
+# NVIDIA: the onesweep passes of keys of up to 4 bytes are built for at most this many registers
+# a work-item (-cl-nv-maxrregcount; the kernels then carry no reqd_work_group_size, which would
+# make the compiler ignore the cap): 4 work-groups of 256 a multiprocessor instead of 3 at 80.
+# (64-bit keys already use 64 at their smaller tile.)
+NVIDIA_REGISTER_CAP = 64
+
+
+def chunk_radix_bits(key_bytes, n):
+    """The chunked CPU sort's digit width: 11 bits (3 passes for 32-bit keys instead of 4) where
+    the keys fit the caches easily (up to 4 MiB) or not at all (from 32 MiB), 8 between, where
+    2048 scatter destinations per chunk cost more than a pass saves; 64-bit keys 8."""
+    if key_bytes > 4:
+        return 8
+    nbytes = n * key_bytes
+    return 11 if nbytes <= 4 << 20 or nbytes >= 32 << 20 else 8
+
+
+def default_policy(profile, n):
+    """The defaults table's entry for this device and size."""
+    if profile.is_gpu and profile.is_nvidia:
+        return DEFAULTS["nvidia" if n >= LARGE_SORT else "nvidia-small"]
+    if profile.is_gpu:
+        return DEFAULTS["gpu"]
+    if profile.is_cpu:
+        return DEFAULTS["cpu-chunks"]
+    return workgroup_cpu_policy(profile, n)
+
+
+def workgroup_cpu_policy(profile, n):
+    """The work-group algorithms' entry for a CPU (or an accelerator): the one that takes
+    work-group fields (wg_size, ranking, ...) when a caller sets them. Below LARGE_SORT keys
+    "cpu" even where the device has subgroups: reduce-then-scan was the fastest there."""
+    if ranking_backends(profile)[0] != "local" and n >= LARGE_SORT:
+        return DEFAULTS["cpu-subgroups"]
+    return DEFAULTS["cpu"]
+
+
+def small_policy_entry(profile):
+    """The one-work-group entry: 8-bit digits ranked with warp ballots where the device has them
+    (NVIDIA), else 4-bit split passes."""
+    if "ptx" in ranking_backends(profile):
+        return DEFAULTS["nvidia-single"]
+    return DEFAULTS["small" if profile.is_gpu else "cpu-small"]

@@ -1,0 +1,140 @@
+"""The pure sort planner: :func:`plan_sort` chooses a SortPolicy from (device profile, key codec,
+value size, n, overrides), starting from the defaults table's entry (:mod:`.sort_defaults`) and
+fitting it to the device with the rules of :mod:`.fit`; a field the caller set is never changed.
+"""
+
+import math
+import warnings
+from dataclasses import replace
+
+from ..core.errors import PolicyError
+from ..core.sizes import index_bytes
+from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
+from .sort import check_radix_bits, check_sort_overrides
+from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, NVIDIA_REGISTER_CAP, chunk_radix_bits,
+                            default_policy, small_policy_entry, workgroup_cpu_policy)
+from .sort_validate import validate
+
+# The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
+_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu"}
+# The fields that fix the shape of a one-work-group sort (the planner then sizes no tile to n).
+_TILE_FIELDS = {"algorithm", "radix_bits", "wg_size", "items_per_thread"}
+
+
+def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
+    """The policy for sorting ``n`` keys of ``codec`` (with values of ``value_bytes`` or None).
+
+    ``tuned`` is an autotuned table ``{(dtype name, log2 n): SortPolicy}`` for this device (see
+    tuning.py): without overrides, its entry for the nearest size class wins when it fits.
+    Keyword overrides (any SortPolicy field) replace the planner's choice when not None.
+    A tuned policy that cannot run here is skipped with a RuntimeWarning naming its entry and why.
+    """
+    check_sort_overrides(overrides)
+    if tuned and not any(v is not None for v in overrides.values()):
+        picked = _tuned_policy(profile, codec, value_bytes, n, tuned)
+        if picked is not None:
+            return picked
+    base = default_policy(profile, n)
+    fields = {k: v for k, v in overrides.items() if v is not None}
+    algorithm = fields.get("algorithm")
+    if algorithm == "chunks":
+        base = DEFAULTS["cpu-chunks"]
+    elif base.algorithm == "chunks" and (algorithm is not None or set(fields) - _CHUNK_FIELDS):
+        # a work-group algorithm, or a field only those take (wg_size, ranking, ...), asked for
+        # on a CPU: the CPU's work-group default
+        base = workgroup_cpu_policy(profile, n)
+    # what the sizing below computes with (validate checks the rest once the policy is whole)
+    if "radix_bits" in fields:
+        check_radix_bits(fields.get("algorithm", base.algorithm), fields["radix_bits"])
+    if fields.get("sg_size", 1) < 1:
+        raise PolicyError(f"sg_size={fields['sg_size']} must be at least 1")
+    small = _small_policy(profile, codec, value_bytes, fields)
+    if (small is not None and n <= small.tile and base.algorithm != "chunks"
+            and not _TILE_FIELDS & set(fields)):
+        # no larger tile than n needs: os_small ranks every slot of its tile, and the 4-bit
+        # passes scan it
+        ipt = 4 if small.radix_bits == 8 else min(16, small.items_per_thread)
+        while ipt * small.wg_size < n and ipt < small.items_per_thread:
+            ipt *= 2
+        return replace(small, items_per_thread=min(ipt, small.items_per_thread))
+    if algorithm == "single_wg":
+        return small or replace(DEFAULTS["small"], **fields)
+    policy = replace(base, **fields)
+    if policy.algorithm == "chunks" and "radix_bits" not in fields:
+        policy = replace(policy, radix_bits=chunk_radix_bits(codec.itemsize, n))
+    kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
+    policy = _fit(policy, profile, set(fields), lambda pol: pol.local_bytes(kb, ib, vb),
+                  three_quarters, keep_ranking=True)
+    nvidia_onesweep = profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
+    if (nvidia_onesweep and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
+            and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
+        policy = replace(policy, fused_passes=True)
+    if (nvidia_onesweep and not policy.fused_passes and "max_registers" not in fields
+            and codec.itemsize <= 4):
+        policy = replace(policy, max_registers=NVIDIA_REGISTER_CAP)
+    if policy.fused_passes and "ring_slots" not in fields:
+        # the rings hold every tile of a pass (os_fused reuses no slot)
+        tiles = -(-n // policy.tile)
+        policy = replace(policy, ring_slots=max(policy.ring_slots, 1 << (tiles - 1).bit_length()))
+    return policy
+
+
+def _fit(policy, profile, fixed, need, step, keep_ranking):
+    """``policy`` fitted to the device in every field not in ``fixed`` (those the caller set): a
+    subgroup ranking back-end the device has (with ``keep_ranking``, the policy's own where the
+    device has it: a defaults entry's ranking is a measured choice), the work-group no larger
+    than the device's, items_per_thread lowered by ``step`` until ``need(policy)`` bytes fit the
+    local memory."""
+    if (policy.ranks_by_subgroups and "ranking" not in fixed
+            and not (keep_ranking and policy.ranking in ranking_backends(profile))):
+        policy = with_best_ranking(policy, profile)
+    if "wg_size" not in fixed:
+        policy = clamp_wg(policy, profile)
+    if "items_per_thread" not in fixed:
+        policy = shrink_items(policy, need, profile.local_mem_bytes, step)
+    return policy
+
+
+def _small_policy(profile, codec, value_bytes, fields):
+    """The one-work-group policy for this device and key (None if not even 256 keys fit): 8-bit
+    digits ranked as onesweep does where the defaults entry says so (the largest items_per_thread
+    that fits), else 4-bit split passes (items_per_thread halved until it fits)."""
+    pol = replace(small_policy_entry(profile),
+                  **{k: v for k, v in fields.items() if k != "algorithm"})
+    vb = value_bytes or 0
+    # (os_small's tile is sized up to the limit: leave the compiler a little local memory)
+    margin = 1024 if pol.radix_bits == 8 else 0
+    # (its tile is fitted to local memory even from a caller's items_per_thread: at most that)
+    pol = _fit(pol, profile, set(fields) - {"items_per_thread"},
+               lambda p: p.local_bytes(codec.itemsize, 4, vb) + margin,
+               (lambda ipt: ipt - 1) if pol.radix_bits == 8 else (lambda ipt: ipt // 2),
+               keep_ranking=False)
+    return pol if pol.tile >= 256 else None
+
+
+def _tuned_policy(profile, codec, value_bytes, n, tuned):
+    """The tuned entry for the size class nearest to n, if there is one and it can run here."""
+    picked = _pick_tuned(tuned, codec.dtype, n)
+    if picked is None:
+        return None
+    (dtype, lg), pol = picked
+    try:
+        validate(pol, profile, codec.itemsize, index_bytes(n), value_bytes or 0, n)
+        return pol
+    except PolicyError as exc:
+        # (n left out of the message: one warning per entry and reason, not per size)
+        vals = f" with {value_bytes}-byte values" if value_bytes else ""
+        warnings.warn(f"ignoring the tuned policy {dtype}:{lg} of {profile.describe()} "
+                      f"for keys{vals}: {exc}; using the built-in policy",
+                      RuntimeWarning, stacklevel=3)
+        return None
+
+
+def _pick_tuned(table, dtype, n):
+    """(key, policy) of the tuned entry for the size class nearest to n (in log2), or None."""
+    lg = math.log2(max(n, 1))
+    cands = [(abs(k - lg), k) for (dt, k) in table if dt == str(dtype)]
+    if not cands:
+        return None
+    key = (str(dtype), min(cands)[1])
+    return key, table[key]
