@@ -55,11 +55,21 @@ LARGE_SORT = 1 << 18
 # the whole pass before them).
 NVIDIA_FUSED_MAX = 1 << 21
 
-# NVIDIA: the onesweep passes of keys of up to 4 bytes are built for at most this many registers
-# a work-item (-cl-nv-maxrregcount; the kernels then carry no reqd_work_group_size, which would
-# make the compiler ignore the cap): 4 work-groups of 256 a multiprocessor instead of 3 at 80.
-# (64-bit keys already use 64 at their smaller tile.)
-NVIDIA_REGISTER_CAP = 64
+# NVIDIA, onesweep in separate launches (beyond NVIDIA_FUSED_MAX): the tile (items per work-item
+# of 256) and the register cap (-cl-nv-maxrregcount; 0: the compiler's choice) by key width and
+# whether values travel with the keys. A capped kernel carries no reqd_work_group_size, which would
+# make the compiler ignore the cap. Larger tiles pay: the tile's fixed costs (its id, the claim,
+# the barriers, the look-back's round trips) weigh more than residency (BENCHMARKS.md, "Large sorts
+# at CUB's speed"). 64-bit keys keep the tile that local memory allows, uncapped.
+NVIDIA_PASS_TILES = {
+    (4, False): (28, 64),    # keys of up to 4 bytes
+    (4, True): (20, 80),     # ... with values (argsort's indices are values)
+}
+
+
+def nvidia_pass_tile(key_bytes, value_bytes):
+    """(items_per_thread, max_registers) of NVIDIA's onesweep passes, or None: the defaults."""
+    return NVIDIA_PASS_TILES.get((4 if key_bytes <= 4 else key_bytes, bool(value_bytes)))
 
 
 def chunk_radix_bits(key_bytes, n):

@@ -11,7 +11,7 @@ from ..core.errors import PolicyError
 from ..core.sizes import index_bytes
 from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
 from .sort import check_radix_bits, check_sort_overrides
-from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, NVIDIA_REGISTER_CAP, chunk_radix_bits,
+from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, chunk_radix_bits, nvidia_pass_tile,
                             default_policy, small_policy_entry, workgroup_cpu_policy)
 from .sort_validate import validate
 
@@ -69,9 +69,15 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if (nvidia_onesweep and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
         policy = replace(policy, fused_passes=True)
-    if (nvidia_onesweep and not policy.fused_passes and "max_registers" not in fields
-            and codec.itemsize <= 4):
-        policy = replace(policy, max_registers=NVIDIA_REGISTER_CAP)
+    tile = nvidia_pass_tile(kb, vb) if nvidia_onesweep and not policy.fused_passes else None
+    if tile:
+        ipt, cap = tile
+        if "items_per_thread" not in fields:
+            policy = _fit(replace(policy, items_per_thread=ipt), profile, set(fields) | {"ranking"},
+                          lambda pol: pol.local_bytes(kb, ib, vb), three_quarters,
+                          keep_ranking=True)
+        if "max_registers" not in fields:
+            policy = replace(policy, max_registers=cap)
     if policy.fused_passes and "ring_slots" not in fields:
         # the rings hold every tile of a pass (os_fused reuses no slot)
         tiles = -(-n // policy.tile)
