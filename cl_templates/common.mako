@@ -530,7 +530,11 @@ static inline void global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
     params = f"__local {key_t}* key"
     params += f", __local {tie_t}* tie" if tie_t else ""
     params += f", __local {carry_t}* carry" if carry_t else ""
+    order = "by key" + (", ties by tie" if tie_t else "")
+    order += ", carry moving with them" if carry_t else ""
 %>
+/* bitonic sort of size (a power of two) entries in local memory ${order}: every work-item of the
+   work-group calls it */
 static inline void ${name}(${params}, uint size, uint lid)
 {
     for (uint len = 2; len <= size; len <<= 1) {

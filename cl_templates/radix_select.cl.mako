@@ -289,6 +289,7 @@ void topk_fused(${steps.pass_params("uint rows, ulong sync_off")})
 {
     const uint lid = get_local_id(0);
 ${steps.pass_locals("loc")}
+    /* the group's pass, row and place in the row, from its virtual id */
     __local uint l_vid;
     __global volatile uint* sync = AT(volatile uint, sync_off);
     const uint vid = take_virtual_id(sync, &l_vid, lid);
@@ -296,7 +297,7 @@ ${steps.pass_locals("loc")}
     const uint p = vid / per_pass;
     const uint row = vid % per_pass / groups_per_row;
     const uint g = vid % groups_per_row;
-    __global volatile uint* ready = sync + 1 + row;
+    __global volatile uint* ready = sync + 1 + row;   /* the row's passes whose state is written */
     wait_for_state(ready, p, lid);
     const row_state st = *state_copy(temp, state_off, p & 1, rows, row);
     __global row_state* state_next = state_copy(temp, state_off, (p + 1) & 1, rows, row);

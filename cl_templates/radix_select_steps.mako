@@ -604,5 +604,5 @@ const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T k,
     __local uint l_any[3];
     __local uint l_last;
     __local INDEX_T l_base[6];
-    const pass_locals ${name} = {lhist, scratch, iscratch, &lstate, l_any, &l_last, l_base};
+    const pass_locals ${name} = {lhist, scratch, iscratch, &lstate, l_any, &l_last, l_base};\
 </%def>
