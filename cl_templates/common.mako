@@ -518,3 +518,56 @@ static inline void global_fence(void) { asm volatile("membar.gl;" ::: "memory");
 static inline void global_fence(void) { mem_fence(CLK_GLOBAL_MEM_FENCE); }
 % endif
 </%def>
+
+## Bitonic sort in local memory of `size` entries (a power of two) by key, ascending; with tie_t,
+## equal keys by tie; with carry_t, carry's entries move with their keys. Every work-item of the
+## work-group (WG of them) must call it; each step's size / 2 compare-exchanges are dealt to the
+## work-items in rounds of WG, a loop of the same trip count in every work-item with an `if` on
+## the exchange (a loop whose bounds depend on the work-item is unsafe after a barrier on PoCL:
+## radix_select_steps.mako). Each step ends with a barrier.
+<%def name="bitonic_sort_fn(name, key_t, tie_t=None, carry_t=None)">
+<%
+    params = f"__local {key_t}* key"
+    params += f", __local {tie_t}* tie" if tie_t else ""
+    params += f", __local {carry_t}* carry" if carry_t else ""
+    order = "by key" + (", ties by tie" if tie_t else "")
+    order += ", carry moving with them" if carry_t else ""
+%>
+/* bitonic sort of size (a power of two) entries in local memory ${order}: every work-item of the
+   work-group calls it */
+static inline void ${name}(${params}, uint size, uint lid)
+{
+    for (uint len = 2; len <= size; len <<= 1) {
+        for (uint stride = len >> 1; stride > 0; stride >>= 1) {
+            for (uint j = 0; j < (size / 2 + WG - 1) / WG; ++j) {
+                const uint t = j * WG + lid;
+                if (t < size / 2) {
+                    const uint a = 2 * t - (t & (stride - 1));
+                    const uint b = a + stride;
+                    const ${key_t} ka = key[a], kb = key[b];
+% if tie_t:
+                    const ${tie_t} ta = tie[a], tb = tie[b];
+                    const bool a_gt_b = ka > kb || (ka == kb && ta > tb);
+% else:
+                    const bool a_gt_b = ka > kb;
+% endif
+                    if (a_gt_b == ((a & len) == 0)) {
+                        key[a] = kb;
+                        key[b] = ka;
+% if tie_t:
+                        tie[a] = tb;
+                        tie[b] = ta;
+% endif
+% if carry_t:
+                        const ${carry_t} ca = carry[a];
+                        carry[a] = carry[b];
+                        carry[b] = ca;
+% endif
+                    }
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+}
+</%def>

@@ -235,8 +235,7 @@ def render_all(out):
             fname = names.get(key)
             if fname is None:
                 stem = b.template.replace(".cl.mako", "")
-                part = "".join(f"-{v}" for k, v in sorted(b.params.items()) if k == "part")
-                fname = f"{config}{part}.{stem}.cl"
+                fname = f"{config}.{stem}.cl"
                 names[key] = fname
                 path = out / fname
                 path.parent.mkdir(parents=True, exist_ok=True)

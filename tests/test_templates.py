@@ -29,6 +29,17 @@ def test_common_primitives_are_found():
     for name in ("wg_any", "warp_scan_incl", "status_load", "arrive", "load_acquire",
                  "release_store", "global_fence", "sg_shuffle"):
         assert found.get(name) == {"common.mako"}, (name, found.get(name))
+    # the top-k programs' shared steps are a template of their own
+    for name in ("next_state", "claim_slots", "finished_last"):
+        assert found.get(name) == {"radix_select_steps.mako"}, (name, found.get(name))
+
+
+def test_bitonic_sort_is_common():
+    """The bitonic sort (a def whose instances name themselves, unseen by the check above) is
+    written once: its compare-exchange pairs appear in common.mako only."""
+    pairing = "2 * t - (t & (stride - 1))"
+    where = sorted(p.name for p in TEMPLATES.glob("*.mako") if pairing in p.read_text())
+    assert where == ["common.mako"], where
 
 
 def test_no_function_is_plain_inline():

@@ -1,5 +1,6 @@
 """The top-k driver: MSD radix select over (key, position) digits for every row at once
-(cl_templates/radix_select.cl.mako), then the route's ordering of the selected keys.
+(cl_templates/radix_select.cl.mako, its threshold pass radix_select_threshold.cl.mako; their shared
+steps radix_select_steps.mako), then the route's ordering of the selected keys.
 
 Rows up to the policy's ``single_max`` (sorted k up to the local sort) take one launch of
 ``topk_single`` and no temporary memory. Otherwise, per call (``RadixSelect.temp_bytes``, exactly
@@ -54,13 +55,15 @@ class RadixSelect(Driver):
     (contract: base.py)."""
 
     template = "radix_select.cl.mako"
+    #: the threshold pass's program (plan.sample): topk_sample and topk_pass_t
+    threshold_template = "radix_select_threshold.cl.mako"
 
     def __init__(self, programs, device, plan, codec):
         self.codec = codec
         params = dict(codec.template_args(), index_t=plan.index_name,
                       out_index_t=cl_index_name(plan.out_index_np), idx_t=cl_index_name(plan.idx_np),
                       wg=plan.wg, ipt=plan.ipt, sort_size=plan.sort_size, sample=plan.sample,
-                      part="select", digit_bits=DIGIT_BITS, state_bytes=STATE_BYTES,
+                      digit_bits=DIGIT_BITS, state_bytes=STATE_BYTES,
                       ptx=plan.profile.has_ptx,
                       skip_idle_tiles=plan.profile.is_gpu, fused=plan.fused)
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
@@ -70,7 +73,7 @@ class RadixSelect(Driver):
         select += ("topk_fused",) if plan.fused else ()
         builds = [Build(self.template, params, (), select, ("topk_row_of", "topk_gather"))]
         if plan.sample:
-            builds.append(Build(self.template, dict(params, part="threshold"), (),
+            builds.append(Build(self.threshold_template, params, (),
                                 ("topk_pass_t", "topk_sample")))
         super().__init__(programs, device, plan.profile, plan.wg, builds)
 

@@ -1,6 +1,6 @@
 """Top-k policies (plain frozen values), their built-in defaults, and the top-k planner.
 
-A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/radix_select.cl.mako): the
+A :class:`TopkPolicy` holds the tuning knobs of the radix select (cl_templates/radix_select*.mako): the
 work-group size and items per work-item of the selection passes, the work-groups per compute unit
 that share a row, the largest k sorted in local memory, the candidate buffer's capacity, the
 longest row selected by one work-group in one launch, and the threshold pass's sample (its size
