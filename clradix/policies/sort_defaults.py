@@ -60,10 +60,11 @@ NVIDIA_FUSED_MAX = 1 << 21
 # whether values travel with the keys. A capped kernel carries no reqd_work_group_size, which would
 # make the compiler ignore the cap. Larger tiles pay: the tile's fixed costs (its id, the claim,
 # the barriers, the look-back's round trips) weigh more than residency (BENCHMARKS.md, "Large sorts
-# at CUB's speed"). 64-bit keys keep the tile that local memory allows, uncapped.
+# at CUB's speed"). 64-bit keys with values keep the tile that local memory allows.
 NVIDIA_PASS_TILES = {
     (4, False): (28, 64),    # keys of up to 4 bytes
     (4, True): (20, 80),     # ... with values (argsort's indices are values)
+    (8, False): (16, 0),     # 64-bit keys
 }
 
 
