@@ -37,7 +37,8 @@ DEFAULTS = {
     "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
                       blocks_per_cu=8),
     # NVIDIA from 2^18 keys: onesweep, 8-bit digits, warp ranking by ballots (ptx), 256 x 20
-    # (items_per_thread lowered to fit local memory for wider keys).
+    # (items_per_thread lowered to fit local memory for wider keys) up to NVIDIA_FUSED_MAX, in
+    # one launch; beyond it the passes take NVIDIA_PASS_TILES.
     "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
                          ranking="ptx", sg_size=32),
     # ... and below 2^18 keys onesweep 256x16, up to NVIDIA_FUSED_MAX in one launch (os_fused).

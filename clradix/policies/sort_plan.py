@@ -73,9 +73,9 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if tile:
         ipt, cap = tile
         if "items_per_thread" not in fields:
-            policy = _fit(replace(policy, items_per_thread=ipt), profile, set(fields) | {"ranking"},
-                          lambda pol: pol.local_bytes(kb, ib, vb), three_quarters,
-                          keep_ranking=True)
+            policy = shrink_items(replace(policy, items_per_thread=ipt),
+                                  lambda pol: pol.local_bytes(kb, ib, vb),
+                                  profile.local_mem_bytes, three_quarters)
         if "max_registers" not in fields:
             policy = replace(policy, max_registers=cap)
     if policy.fused_passes and "ring_slots" not in fields:
