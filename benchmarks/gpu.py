@@ -262,24 +262,10 @@ def _variant(spec):
     return kw
 
 
-def steps(g, args):
-    """(case, function) of every step ``args`` asks for, in order."""
+def variant_steps(g, args):
+    """(case, function) of each --variants policy for each --variant-types kind."""
     u32 = np.uint32
-    if args.only:
-        dt = parse_dtype(args.only)
-        return [(f"peers {dt}", lambda: g.bench_peers(dt)),
-                (f"planner {dt}", lambda: g.bench("planner", dt, {}))]
-    out = [("copy bandwidth", g.copy_bandwidth)]
-    if args.check:
-        out.append(("check suite", lambda: check_suite(g.ctx, g.queue, g.prof, g.rng, args.quick,
-                                                       g.out)))
-    out += [("peers u32", lambda: g.bench_peers(u32)),
-            ("planner u32", lambda: g.bench("planner", u32, {})),
-            ("breakdown u32", lambda: g.breakdown(u32, {}))]
-    for lg in (int(s) for s in filter(None, args.breakdown_sizes.split(","))):
-        out.append((f"breakdown u32 2^{lg}", lambda lg=lg: g.breakdown(u32, {}, 1 << lg)))
-    if args.ptxinfo:
-        out.append(("ptxinfo planner", lambda: g.ptxinfo("planner", {})))
+    out = []
     kinds = {"u32": (u32, {}), "f32": (np.float32, {}), "u64": (np.uint64, {}),
              "f64": (np.float64, {}), "pairs": (u32, dict(values=True)),
              "argsort": (u32, dict(argsort=True))}
@@ -294,9 +280,31 @@ def steps(g, args):
             label = f"onesweep {v}" + ("" if vt == "u32" else f" {vt}")
             out.append((label, lambda v=v, dt=dt, extra=extra, label=label: g.bench(
                 label, dt, _variant(v), same_keys=True, **extra)))
-            if args.ptxinfo and vt in ("u32", "u64", "pairs"):
+            if args.ptxinfo and vt != "argsort":
                 out.append((f"ptxinfo {v} {vt}", lambda v=v, dt=dt, vt=vt: g.ptxinfo(
                     v, _variant(v), dt, 4 if vt == "pairs" else 0)))
+    return out
+
+
+def steps(g, args):
+    """(case, function) of every step ``args`` asks for, in order."""
+    u32 = np.uint32
+    if args.only:
+        dt = parse_dtype(args.only)
+        return [(f"peers {dt}", lambda: g.bench_peers(dt)),
+                (f"planner {dt}", lambda: g.bench("planner", dt, {}))] + variant_steps(g, args)
+    out = [("copy bandwidth", g.copy_bandwidth)]
+    if args.check:
+        out.append(("check suite", lambda: check_suite(g.ctx, g.queue, g.prof, g.rng, args.quick,
+                                                       g.out)))
+    out += [("peers u32", lambda: g.bench_peers(u32)),
+            ("planner u32", lambda: g.bench("planner", u32, {})),
+            ("breakdown u32", lambda: g.breakdown(u32, {}))]
+    for lg in (int(s) for s in filter(None, args.breakdown_sizes.split(","))):
+        out.append((f"breakdown u32 2^{lg}", lambda lg=lg: g.breakdown(u32, {}, 1 << lg)))
+    if args.ptxinfo:
+        out.append(("ptxinfo planner", lambda: g.ptxinfo("planner", {})))
+    out += variant_steps(g, args)
     if args.types:
         for dt in (np.int32, np.float32, np.uint64, np.float64):
             out += [(f"peers {np.dtype(dt)}", lambda dt=dt: g.bench_peers(dt)),

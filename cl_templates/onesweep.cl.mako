@@ -25,7 +25,8 @@ ${steps.ranking_fns()}
 ${steps.histogram_fns()}
 ${steps.pass_fns()}
 
-/* hist[p * RADIX + d] += number of keys whose digit of pass p is d; zeroes ring 0 */
+/* hist[p * RADIX + d] += number of keys whose digit of pass p is d (and, for float keys,
+   hist[passes * RADIX] += the number of -0.0 and NaN keys); zeroes ring 0 */
 __kernel WG_ATTR
 void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
                   __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
@@ -51,7 +52,7 @@ __kernel WG_ATTR SG_ATTR
 void os_pass(${common.stream_params(value_t, 13) | trim}
              __global volatile uint* restrict rings, uint ring, uint clear_slots,
              __global const INDEX_T* restrict bins_in, __global INDEX_T* restrict bins_out,
-             uint bins_off,
+             uint bins_off, __global const INDEX_T* restrict hist, uint specials_at,
              INDEX_T portion_start, uint portion_len, uint shift, uint digit_mask, KEY_T flip,
              uint write_keys)
 {
@@ -69,7 +70,8 @@ ${steps.tile_locals()}
               vals_in + vals_in_off + portion_start, vals_out + vals_out_off, vals_iota,
               portion_start,
 % endif
-              portion_len, shift, digit_mask, flip, status, done, bins_in + bins_off,
+              portion_len, shift, digit_mask, flip, ${"hist[specials_at] == 0" if key_kind == "float" else "0"},
+              status, done, bins_in + bins_off,
               bins_out + bins_off, &ltile, lraw, lcount, ldigits, lbase, lscan, lsg, lfb,
               lflags);
 }

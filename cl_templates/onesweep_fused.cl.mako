@@ -14,16 +14,16 @@
     RADIX = 1 << radix_bits
     MAXP = -(-key_bits // radix_bits)
     # the host's sizes (drivers/onesweep.py, fused_words) hold what the kernel addresses in them
-    assert fused_head >= 3 + MAXP and fused_hist_words * 4 >= MAXP * RADIX * (
-        8 if index_t == "ulong" else 4), "os_fused's counters and histogram"
+    assert fused_head >= 3 + MAXP and fused_hist_words * 4 >= (MAXP * RADIX + 1) * (
+        8 if index_t == "ulong" else 4), "os_fused's counters, histogram and special keys"
 %>\
 ${steps.prelude()}
 ${steps.ranking_fns()}
 ${steps.histogram_fns()}
 ${steps.pass_fns()}
 
-/* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts), then one ring
-   per pass. Counters: [0] virtual work-group ids, [1] histogram work-groups done, [2] digit
+/* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts, and a count of
+   the -0.0 and NaN keys: count_all_digits), then one ring per pass. Counters: [0] virtual work-group ids, [1] histogram work-groups done, [2] digit
    starts ready, [3 + p] tiles of pass p done. */
 #define FUSED_HEAD ${fused_head}
 #define FUSED_HIST_WORDS ${fused_hist_words}
@@ -97,7 +97,8 @@ ${steps.tile_locals()}
 % if value_t:
                   vals_in, vals_out, p == 0 && vals_iota, 0,
 % endif
-                  n, shift, digit_mask, flip, status, status + RING * RADIX, bins + p * RADIX,
+                  n, shift, digit_mask, flip, 0, status, status + RING * RADIX,
+                  bins + p * RADIX,
                   (__global INDEX_T*)0, &ltile, lraw, lcount, ldigits, lbase, lscan, lsg, lfb,
                   lflags);
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);

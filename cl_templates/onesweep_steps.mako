@@ -61,18 +61,30 @@ ${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}
     RADIX = 1 << radix_bits
     unroll = "    #pragma unroll" if backend == "ptx" else ""
 %>\
-/* load: subgroup w holds keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
-   dig[i] is key k[i]'s digit, PAD_DIGIT for padding */
-static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
-                             __global const KEY_T* keys, uint valid, uint shift,
-                             uint digit_mask, KEY_T flip, uint w, uint lane)
-{
+<%def name="load_loop(digit)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
         k[i] = j < valid ? keys[j] : (KEY_T)0;
-        dig[i] = j < valid ? digit_of(k[i], shift, digit_mask, flip) : PAD_DIGIT;
+        dig[i] = j < valid ? ${digit}(k[i], shift, digit_mask, flip) : PAD_DIGIT;
     }
+</%def>\
+/* load: subgroup w holds keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
+   dig[i] is key k[i]'s digit, PAD_DIGIT for padding. `exact`: the pass's keys hold no -0.0 and
+   no NaN (os_histogram counted them), so the cheaper digit_of_bits gives digit_of's digits. */
+static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
+                             __global const KEY_T* keys, uint valid, uint shift,
+                             uint digit_mask, KEY_T flip, uint exact, uint w, uint lane)
+{
+% if key_kind == "float":
+    if (exact) {
+${load_loop("digit_of_bits")}
+    } else {
+${load_loop("digit_of")}
+    }
+% else:
+${load_loop("digit_of")}
+% endif
 }
 
 /* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (zeroed
@@ -151,7 +163,11 @@ ${unroll}
 
 /* hist[p * RADIX + d] += the number of keys of this work-group's share (group of groups,
    grid-stride) whose digit of pass p is d, counted in lh (local, passes x RADIX). The keys are
-   read 16 bytes at a time (${hv} keys) where their start allows it, the rest one at a time. */
+   read 16 bytes at a time (${hv} keys) where their start allows it, the rest one at a time.
+% if key_kind == "float":
+   hist[passes * RADIX] += the number of its keys that are -0.0 or NaN (is_special).
+% endif
+   */
 static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, INDEX_T n,
                                     __global INDEX_T* hist, uint begin_bit, uint end_bit,
                                     KEY_T flip, __local uint* lh, uint group, uint groups,
@@ -170,6 +186,9 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
     const INDEX_T stride = (INDEX_T)groups * WG;
     const INDEX_T first = (INDEX_T)group * WG + lid;
     INDEX_T head = 0;
+% if key_kind == "float":
+    uint specials = 0;
+% endif
 % if hv > 1:
     if ((keys_off & ${hv - 1}) == 0) {
         const INDEX_T nv = n / ${hv};
@@ -178,13 +197,24 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
             const ${key_t}${hv} x = kv[v];
 %   for c in range(hv):
             hist_key(x.s${"0123456789abcdef"[c]}, flip, lh, passes, sh, mk);
+%     if key_kind == "float":
+            specials += is_special(x.s${"0123456789abcdef"[c]});
+%     endif
 %   endfor
         }
         head = nv * ${hv};
     }
 % endif
-    for (INDEX_T i = head + first; i < n; i += stride)
+    for (INDEX_T i = head + first; i < n; i += stride) {
         hist_key(keys[i], flip, lh, passes, sh, mk);
+% if key_kind == "float":
+        specials += is_special(keys[i]);
+% endif
+    }
+% if key_kind == "float":
+    if (specials)
+        COUNTER_ADD(&hist[passes * RADIX], specials);
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint e = lid; e < passes * RADIX; e += WG)
         if (lh[e])
@@ -444,21 +474,32 @@ static inline void finish_digit(uint d, uint pre, uint cnt, INDEX_T bin, uint t,
 
 /* The keys go out from local memory in their tile order (coalesced runs per digit); dj[i] keeps
    the digit of place i * WG + lid for the values */
-static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lkeys,
-                                __global KEY_T* keys_out, uint write_keys, uint valid,
-                                uint shift, uint digit_mask, KEY_T flip,
-                                __local const INDEX_T* lbase, uint lid)
-{
+<%def name="scatter_loop(digit)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid) {
             const KEY_T key = lkeys[j];
-            dj[i] = digit_of(key, shift, digit_mask, flip);
+            dj[i] = ${digit}(key, shift, digit_mask, flip);
             if (write_keys)
                 keys_out[lbase[dj[i]] + j] = key;
         }
     }
+</%def>\
+static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lkeys,
+                                __global KEY_T* keys_out, uint write_keys, uint valid,
+                                uint shift, uint digit_mask, KEY_T flip, uint exact,
+                                __local const INDEX_T* lbase, uint lid)
+{
+% if key_kind == "float":
+    if (exact) {
+${scatter_loop("digit_of_bits")}
+    } else {
+${scatter_loop("digit_of")}
+    }
+% else:
+${scatter_loop("digit_of")}
+% endif
 }
 % if value_t:
 
@@ -494,7 +535,8 @@ ${unroll}
 
 /* One tile of a digit pass, as named phases; every work-item calls it, with the tile id in
    *ltile (written before the call by one work-item). keys and vals point at the portion's first
-   element; status and done are the pass's ring; bins_in holds the pass's digit starts.
+   element; status and done are the pass's ring; bins_in holds the pass's digit starts; exact:
+   no key is -0.0 or NaN (load_keys).
    Barriers: 7 (3 of them in the digit scan), 2 more with values; the slow look-back has its
    own. */
 static inline void pass_tile(
@@ -503,7 +545,7 @@ static inline void pass_tile(
         __global const VALUE_T* vals, __global VALUE_T* vals_out, uint vals_iota,
         INDEX_T portion_start,
 % endif
-        uint portion_len, uint shift, uint digit_mask, KEY_T flip,
+        uint portion_len, uint shift, uint digit_mask, KEY_T flip, uint exact,
         __global volatile uint* status, __global volatile uint* done,
         __global const INDEX_T* bins_in, __global INDEX_T* bins_out,
         __local const uint* ltile, __local ulong2* lraw, __local uint* lcount,
@@ -535,7 +577,7 @@ static inline void pass_tile(
     /* load and rank within subgroups; the ring claim waits after the ranking's votes */
     KEY_T k[IPT];
     uint dig[IPT];
-    load_keys(k, dig, keys + base, valid, shift, digit_mask, flip, w, lane);
+    load_keys(k, dig, keys + base, valid, shift, digit_mask, flip, exact, w, lane);
     rank_in_subgroups(dig, lcount, lsg, w, lane);
     claim_slot(t, done, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -588,7 +630,8 @@ ${unroll}
         atomic_max(&done[t % RING], t + 1);
 
     uint dj[IPT];
-    scatter_keys(dj, lkeys, keys_out, write_keys, valid, shift, digit_mask, flip, lbase, lid);
+    scatter_keys(dj, lkeys, keys_out, write_keys, valid, shift, digit_mask, flip, exact, lbase,
+                 lid);
 % if value_t:
     scatter_values(dest, dj, vals + base, vals_out, vals_iota, portion_start + base, valid,
                    (__local VALUE_T*)lraw, lbase, w, lane, lid);

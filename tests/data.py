@@ -26,6 +26,11 @@ def _finite(rng, dtype, n):
     return rng.integers(info.min, info.max, n, dtype=d, endpoint=True)
 
 
+def finite(rng, dtype, n):
+    """Finite keys: for floats, normal values without -0.0 or NaN."""
+    return _finite(rng, dtype, n)
+
+
 def sorted_keys(rng, dtype, n):
     return np.sort(_finite(rng, dtype, n))
 

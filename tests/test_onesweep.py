@@ -11,7 +11,7 @@ from clradix.core.keys import KEY_DTYPES
 from clradix.policies.fit import ranking_backends
 
 from conftest import check_sort
-from data import DISTRIBUTIONS, float_specials, uniform
+from data import DISTRIBUTIONS, finite, float_specials, uniform
 
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 WG, IPT = 64, 4
@@ -260,3 +260,22 @@ def test_ring_cases(ctx, queue, rng):
             check_sort(queue, sorter, float_specials(rng, np.int16, n), "pairs")
         check_sort(queue, sorter, uniform(rng, np.uint32, 17 * TILE + 2), "keys",
                    begin_bit=3, end_bit=17)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_digits_with_and_without_special_keys(ctx, queue, rng, dtype):
+    """Float keys take the cheap digit (order_bits) in every pass when the histogram counted no
+    -0.0 and no NaN, else numpy's order key: one special key among many, at either end of the
+    array, must switch every tile (every -0.0 equal to +0.0 and every NaN equal, stably)."""
+    sorter = make(ctx, "local", **SMALL_RING)
+    n = 37 * TILE + 5
+    for where in (None, 0, n - 1):
+        for special in (-0.0, np.nan):
+            keys = finite(rng, dtype, n)
+            keys[rng.integers(0, n, 40)] = 0.0   # +0.0 keys for a -0.0 to be equal to
+            if where is not None:
+                keys[where] = special
+                keys[rng.integers(0, n, 3)] = special
+            for descending in (False, True):
+                check_sort(queue, sorter, keys, "pairs", descending=descending,
+                           what=f"{dtype} special {special} at {where}")

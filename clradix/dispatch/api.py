@@ -272,8 +272,7 @@ class _Layout:
 
 #: argsorts of this many keys or more into 64-bit indices sort with 32-bit ones and widen them:
 #: below it the call is bound by the host, whose time the extra temporary and launch add to
-#: (H200: 2^16 and 2^18 keys 0.16-0.18 ms a call widened against 0.07-0.08 direct; 2^22 0.31
-#: against 0.33, rows of 4096 x 4096 0.50 against 0.68)
+#: (measured: BENCHMARKS_NOTES.md, "The top-k and segment defaults: where each value came from")
 WIDEN_FROM = 1 << 20
 
 

@@ -46,14 +46,16 @@ class Onesweep(DigitPasses):
 
     @classmethod
     def extra_bytes(cls, policy, profile, index_bytes, n, passes):
-        return 3 * len(passes) * policy.radix * index_bytes + cls.status_bytes(policy)
+        return (3 * len(passes) * policy.radix + 1) * index_bytes + cls.status_bytes(policy)
 
     def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
         pol = self.policy
         wg, radix = pol.wg_size, pol.radix
         flip = self.codec.flip(descending)
         table = len(passes) * radix * self.index_bytes
-        hist, bins_a, bins_b = seq.temp(table)[0], seq.temp(table)[0], seq.temp(table)[0]
+        # hist: every pass's digit counts, then the count of special keys (count_all_digits)
+        hist = seq.temp(table + self.index_bytes)[0]
+        bins_a, bins_b = seq.temp(table)[0], seq.temp(table)[0]
         status = seq.temp(self.status_bytes(pol))[0]
         begin = passes[0][0]
         end = passes[-1][0] + passes[-1][1]
@@ -63,7 +65,7 @@ class Onesweep(DigitPasses):
         launches = [(p, start, min(PORTION, n - start)) for p in range(len(passes))
                     for start in range(0, n, PORTION)]
         slots = [min(pol.ring_slots, -(-length // pol.tile)) for _, _, length in launches] + [0]
-        seq.fill("fill histogram", (hist, 0), self.index_np(0), table)
+        seq.fill("fill histogram", (hist, 0), self.index_np(0), table + self.index_bytes)
         hist_groups = self.hist_groups(n)
         seq.launch("os_histogram", "os_histogram", (hist_groups * wg,), (wg,),
                    [kin0, kin0_off, n, hist, begin, end, flip, status, slots[0]])
@@ -76,8 +78,9 @@ class Onesweep(DigitPasses):
             tiles = -(-length // pol.tile)
             b_in, b_out = (bins_a, bins_b) if portion % 2 == 0 else (bins_b, bins_a)
             seq.launch(f"os_pass {p}", "os_pass", (tiles * wg,), (wg,),
-                       bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, start, length,
-                               shift, mask, flip, write_keys])
+                       bufs + [status, k % 2, slots[k + 1], b_in, b_out, p * radix, hist,
+                               len(passes) * radix, start, length, shift, mask, flip,
+                               write_keys])
 
 
 def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
@@ -110,9 +113,10 @@ def ring_words(policy):
 def fused_words(policy, index_bytes, key_bits):
     """(counter words, histogram words) at the start of os_fused's ``work``: the virtual ids,
     the histogram groups done, the digit starts ready and one counter per pass (padded to 16
-    words), then every pass's digit counts (the template's FUSED_HEAD, FUSED_HIST_WORDS)."""
+    words), then every pass's digit counts and the count of special keys (count_all_digits)
+    (the template's FUSED_HEAD, FUSED_HIST_WORDS)."""
     maxp = -(-key_bits // policy.radix_bits)
-    return -(-(3 + maxp) // 16) * 16, maxp * policy.radix * index_bytes // 4
+    return -(-(3 + maxp) // 16) * 16, (maxp * policy.radix + 1) * index_bytes // 4
 
 
 def status_atomics(profile, device):

@@ -49,16 +49,15 @@ SEGMENT_ALGORITHMS = ("workgroups", "chunks")
 SEGMENTS_PER_GROUP_MAX = 256
 
 _SEGMENT_DEFAULTS = {
+    # Each entry the fastest measured on its device type (BENCHMARKS_NOTES.md, "The top-k and
+    # segment defaults: where each value came from").
     # NVIDIA: one work-group of 256 per tile of 4096 keys, so that a 4096-key row is one
     # work-group's tile (4 passes of 8-bit digits ranked with warp ballots); 64-bit keys shrink
-    # the tile to fit 48 KiB. H200 (2026-11-26), float32 rows 4096 x 4096: 0.425 ms against
-    # torch.sort's 0.551 (BENCHMARKS "Segmented rows").
+    # the tile to fit 48 KiB.
     "nvidia": SegmentPolicy(256, 16, "ptx", 32, 256, 0),
     "gpu": SegmentPolicy(256, 16, None, None, 256, 0),
-    # CPUs (PoCL 3.1, 2 shared cores, emulated subgroups; 2026-11-23, best of 3, float32 rows):
-    # 256 x 16 against 128 x 8: 1024 x 1024 rows 103 / 78 ms, 4096 x 64 36 / 34 ms, 256 x 4096
-    # 47 / 133 ms (rows past a 1024-key tile go through the digit passes), 64 x 16384 184 / 169
-    # ms: the larger tile keeps more segment lengths in local memory.
+    # CPUs: the larger tile keeps more segment lengths in local memory (rows past a 1024-key
+    # tile go through the digit passes).
     "cpu": SegmentPolicy(256, 16, None, None, 64, 0),
 }
 

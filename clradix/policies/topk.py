@@ -54,20 +54,15 @@ class TopkPolicy:
         return self.wg_size * self.items_per_thread
 
 
-# Built-in defaults, by device type. Each entry says where it came from.
+# Built-in defaults, by device type: each the fastest measured on its device type; the
+# measurements behind every entry and rule of the planner below are in BENCHMARKS_NOTES.md ("The
+# top-k and segment defaults: where each value came from").
 _DEFAULTS = {
-    # H200, float32 / uint32 2^28, k = 1000 (gpu top-k benchmark, --variants): 8 items per
-    # work-item and 32 groups per CU 1.73 / 1.35 ms; 4x32 1.83 / 1.46; 4x8 2.08 / 1.67; an earlier
-    # kernel: 16x8 2.39 / 1.87, 32x8 4.1 / 3.5 (more registers, fewer loads in flight).
-    # single_max: rows of up to 2^16 keys (256 KiB of float32) are re-read from the caches by one
-    # work-group per pass (the top-k issue's target shapes: 1-D 2^16, rows of 1024 and 32768).
-    # The threshold pass (sample_size, sample_min_row): PoCL, 2 cores, float32, one row, k = 10 to
-    # 1000 (2026-11-23): a sample of 2048 keys beat 4096, from 2^18 keys on 1.2-3.0x faster than
-    # without it, and at 2^16-2^17 as often slower as faster; BENCHMARKS "Top-k: one read". On
-    # GPUs from 2^23 keys: H100, float32, k = 100 (2026-11-23, with and without it in one run):
-    # 2^20 0.285 / 0.246 ms (slower: the sample's sort and two more launches outweigh a read of
-    # 4 MiB), 2^24 0.43 / 0.95 ms, 2^28 1.4-3.5x faster for k = 1 to 2^20 (BENCHMARKS "Top-k at
-    # bandwidth").
+    # 8 items per work-item and 32 groups per compute unit: more loads in flight than larger
+    # tiles (more registers) or fewer groups. single_max: rows of up to 2^16 keys are re-read
+    # from the caches by one work-group per pass. The threshold pass (sample_size,
+    # sample_min_row) from 2^23 keys: below, the sample's sort and two more launches outweigh a
+    # read of the row.
     "gpu": TopkPolicy(wg_size=256, items_per_thread=8, groups_per_cu=32, sample_min_row=1 << 23),
     # CPUs: two work-groups per core keep every core busy without splitting rows finely; one
     # core's work-group selects rows of up to 2^14 keys alone.
@@ -195,8 +190,7 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, *, idx_bytes=0, **overri
         need = 1 << max(-(-row_len // policy.wg_size) - 1, 0).bit_length()
         if profile.is_gpu and "items_per_thread" not in fields and \
                 policy.items_per_thread < need <= ONE_TILE_IPT:
-            # a row of one tile is loaded once and kept in registers for every pass (H200, one
-            # float32 row of 4096 keys, k = 100: 26 us a call at 256 x 16 against 51 at 256 x 8)
+            # a row of one tile is loaded once and kept in registers for every pass
             policy = replace(policy, items_per_thread=need)
     sort_size = min(policy.sort_size, _local_sort_size(profile, codec.itemsize, policy.wg_size))
     if not sorted or k == 1:
@@ -212,9 +206,7 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, *, idx_bytes=0, **overri
     cap = min(row_len, policy.cand_cap or max(row_len // 32, 1024))
     fused = _fused(policy, profile)
     if single and fused and rows < profile.compute_units and row_len > FUSED_SINGLE_MAX:
-        # a row or a few: the fused passes spread each row over many work-groups (H200, one
-        # float32 row of 2^16, k = 10 / 100 / 1000: 0.076 / 0.072 / 0.101 ms a call against
-        # 0.142 / 0.114 / 0.199 for one work-group; equal at 2^14)
+        # a row or a few: the fused passes spread each row over many work-groups
         single = False
     one_launch = single and route != "global"
     sample, rank = (0, 0) if one_launch else \
@@ -223,8 +215,7 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, *, idx_bytes=0, **overri
     claimers = groups * (policy.wg_size // 32 if warp_aggregate(profile) else 1)
     chunk = _slot_chunk(row_len, claimers, cap, sample, rank) if sample else 0
     # after the threshold pass the passes read only candidates: launched one by one they beat the
-    # fused launch, whose waiting work-groups cost more than the launches (H200, float32, one
-    # row: 2^24 k = 100 0.205 against 0.247 ms, 2^28 k = 1000 0.590 against 0.632)
+    # fused launch, whose waiting work-groups cost more than the launches
     fused = fused and not one_launch and not (sample and policy.fused is None)
     return TopkPlan(policy=policy, profile=profile, route=route, index_name=index_name,
                     index_np=index_np, idx_np=idx_np, out_index_np=out_np,
