@@ -27,7 +27,8 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
     most significant (the primary sort key), the one before it breaks its ties, and so on.
 
     ``keys``: a sequence of 1-D arrays of one length (any key dtypes, mixed), or a 2-D array
-    whose rows are the keys (a 1-D array: one key). ``axis`` must be -1 or 0 (the keys' only
+    whose rows are the keys (a 1-D numpy array is a sequence of scalar keys, as numpy takes
+    it; a 1-D pyopencl Array is refused: pass ``[a]``). ``axis`` must be -1 or 0 (the keys' only
     axis; keys of more axes are not supported). Returns int64 positions (numpy's ``intp``)
     unless ``index_dtype`` (int32, uint32, uint64) or ``out``'s dtype says otherwise.
     pyopencl Arrays in (every key), a pyopencl Array out; anything else is numpy's, copied to
@@ -39,6 +40,8 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
     device_keys = _device_keys(keys)
     if device_keys is None:
         host = _host_keys(keys)
+        if all(k.ndim == 0 for k in host):   # scalar keys, as numpy's: one position, 0
+            return _host_result(_Scalar(), out, "out")
         q = queue or default_queue()
         res = lexsort([_to_device(k, q, f"keys[{i}]") for i, k in enumerate(host)], axis,
                       index_dtype=index_dtype, allocator=allocator)
@@ -96,12 +99,23 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
     return res
 
 
+class _Scalar:
+    """The order of scalar keys (numpy's lexsort of a 1-D array): position 0, 0-d."""
+
+    shape = ()
+    dtype = np.dtype(np.int64)
+
+    def get(self):
+        return np.zeros((), np.int64)
+
+
 def _device_keys(keys):
     """The keys as a list of pyopencl Arrays, or None when they are numpy's (not every one a
     pyopencl Array)."""
     if isinstance(keys, cl_array.Array):
         if keys.ndim == 1:
-            return [keys]
+            raise ValueError("keys: a 1-D array is a sequence of scalar keys to numpy's "
+                             "lexsort; pass [a] to sort by the one key a")
         if keys.ndim == 2:
             return [keys[i] for i in range(int(keys.shape[0]))]
         raise ValueError(f"keys: lexsort takes keys of one axis (a 2-D array of keys), got "
@@ -123,7 +137,7 @@ def _host_keys(keys):
         arr = np.asarray(keys)
         if arr.ndim == 0:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
-        host = [arr] if arr.ndim == 1 else list(arr)
+        host = list(arr)
     if not host:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     return host

@@ -16,7 +16,7 @@ import math
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -210,7 +210,7 @@ def lexsort_order(sorter, queue, keys, perm, perm_dtype, *, descending, wait, al
     return evt
 
 
-def sort_lex(sorter, queue, keys, values: Sequence[Any] = (), *, descending, wait,
+def sort_lex(sorter, queue, keys, values: Any = (), *, descending, wait,
              allocator):
     """Sorter.sort_lex: every key array and every value array permuted in place by the keys'
     lexsort order; the last event."""

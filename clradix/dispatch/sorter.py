@@ -6,7 +6,7 @@ nothing waits on the host. The returned event is the only synchronisation point.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pyopencl as cl
@@ -98,8 +98,9 @@ class Sorter:
         positions, 12 bytes a key (an Array of another width than 1, 2, 4, 8 or 16 bytes, or of
         more than one axis, is taken the same way): the keys sort once with their positions as
         4-byte values, then each array is taken in that order through one temporary of its size
-        and copied home (clradix.dispatch.records). ``begin_bit``/``end_bit`` restrict the sort to those bits
-        of the order key. Floats sort like numpy: NaN last (first when descending), -0.0 == +0.0.
+        and copied home (clradix.dispatch.records). ``begin_bit``/``end_bit`` restrict the sort
+        to those bits of the order key. Floats sort like numpy: NaN last (first when
+        descending), -0.0 == +0.0.
         ``segments`` (num_segments + 1 int32/int64 offsets: a pyopencl Array, or a numpy array)
         sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.dispatch.segments).
         """
@@ -229,19 +230,17 @@ class Sorter:
         wait = _events(wait_for) + o.events
         if n == 0:
             return out_arr, self._done(queue, None, wait + [e for k in ops for e in k.events], o)
-        # the order is built in place in the output when it is at its buffer's start (the
-        # sort's values), else in a temporary copied there
-        if o.offset == 0:
-            perm = o.buffer
-            evt = permuted.lexsort_order(self, queue, ops, perm, np.dtype(f"u{idx_dtype.itemsize}"),
-                                         descending=descending, wait=wait, allocator=allocator)
-        else:
-            pd = np.dtype(f"u{idx_dtype.itemsize}")
-            perm = self.temporaries(queue, allocator)(n * pd.itemsize)
-            evt = permuted.lexsort_order(self, queue, ops, perm, pd, descending=descending,
-                                         wait=wait, allocator=allocator)
-            evt = cl.enqueue_copy(queue, o.buffer, perm, byte_count=n * pd.itemsize,
-                                  dst_offset=o.offset * pd.itemsize, wait_for=[evt])
+        # the order is built in the output when it starts its buffer (the sorts' values), else
+        # in a temporary copied there
+        pd = np.dtype(f"u{idx_dtype.itemsize}")
+        perm: Any = o.buffer if o.offset == 0 else self.temporaries(queue, allocator)(
+            n * pd.itemsize)
+        evt = permuted.lexsort_order(self, queue, ops, perm, pd, descending=descending,
+                                     wait=wait, allocator=allocator)
+        if o.offset:
+            evt = cl.enqueue_copy(queue, cast(cl.Buffer, o.buffer), perm,
+                                  byte_count=n * pd.itemsize, dst_offset=o.offset * pd.itemsize,
+                                  wait_for=[evt])
         return out_arr, self._done(queue, evt, wait, o)
 
     def sort_lex(self, queue: cl.CommandQueue, keys: Union[Sequence[cl_array.Array],
