@@ -73,10 +73,10 @@ class KernelFamily:
         return self.launch(queue, params, name, args, groups * wg, wg, wait)
 
 
-def group_size(device, limit=WG):
+def group_size(device, limit=None):
     """The work-group size of the families' launches on ``device``: a power of two, at most
-    ``limit`` and the device's maximum."""
-    return pow2_floor(min(limit, int(device.max_work_group_size)))
+    ``limit`` (default WG) and the device's maximum."""
+    return pow2_floor(min(WG if limit is None else limit, int(device.max_work_group_size)))
 
 
 def index_cl(dtype):
