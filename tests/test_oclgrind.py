@@ -558,6 +558,7 @@ def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     from clradix.drivers import elementwise, runs
     monkeypatch.setattr(elementwise, "WG", 16)
     monkeypatch.setattr(runs, "PER_ITEM", 1)
+    monkeypatch.setattr(runs, "CPU_WG", None)   # groups whose work-items scan together
     g = g_without_uninitialized
     x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 150)]
     d = g.to_device(x)

@@ -207,3 +207,19 @@ def test_property_matches_numpy(queue):
         for g, w in zip(runs, ref_runs(x, c["equal_nan"])):
             np.testing.assert_array_equal(bits_of(g.get()), bits_of(w), err_msg=str(c))
     check()
+
+
+@pytest.mark.parametrize("wg", [1, 32])
+def test_work_group_sizes(queue, rng, monkeypatch, wg):
+    """The runs' kernels with one work-item per group (CPUs' default) and with groups whose
+    work-items scan together (other devices'), over several blocks."""
+    from clradix.drivers import elementwise, runs
+    monkeypatch.setattr(runs, "CPU_WG", wg if wg == 1 else None)
+    monkeypatch.setattr(elementwise, "WG", wg if wg > 1 else elementwise.WG)
+    monkeypatch.setattr(runs, "PER_ITEM", 2)
+    x = keys_of(rng, np.float32, 5000, "few")
+    x[::13] = np.nan
+    for equal_nan in (True, False):
+        got = clradix.unique(cl_array.to_device(queue, x), True, True, True,
+                             equal_nan=equal_nan)
+        check_unique(x, [g.get() for g in got], equal_nan, f"wg {wg}")

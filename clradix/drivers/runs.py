@@ -7,12 +7,17 @@ last entry of its count table), the caller reads it (the one wait on the host) a
 results, and :meth:`Runs.write` fills them."""
 
 import numpy as np
+import pyopencl as cl
 
 from ..core.sizes import index_type
 from .elementwise import KernelFamily, group_size, index_cl
 
 #: each block's work-items count at least this many positions each (fewer blocks: a smaller scan)
 PER_ITEM = 16
+#: work-items per group on CPU devices: one, which walks its block alone (a CPU runtime runs
+#: the work-items of a barrier one after another, each scan step a pass over the group); None:
+#: as on other devices (elementwise.WG, or what the kernels run)
+CPU_WG = 1
 
 
 class Runs(KernelFamily):
@@ -26,12 +31,14 @@ class Runs(KernelFamily):
         base = dict(codec.template_args(), index_t=index_type(n + 1)[0],
                     out_t=index_cl(out_dtype),
                     perm_t=None if perm_dtype is None else index_cl(perm_dtype))
-        key = (queue.device.int_ptr, tuple(sorted(base.items())))
+        cpu = bool(queue.device.type & cl.device_type.CPU) and CPU_WG is not None
+        key = (queue.device.int_ptr, tuple(sorted(base.items())), cpu and CPU_WG, group_size(
+            queue.device))
         wg = self._wg.get(key)
         if wg is None:
             # the kernels are built for one work-group size (reqd_work_group_size): a kernel that
             # runs fewer work-items on this device is rebuilt for what it runs
-            wg = group_size(queue.device)
+            wg = CPU_WG if cpu else group_size(queue.device)
             while wg > 1:
                 limit = self.wg_limit(dict(base, wg=wg), ("runs_count", "runs_scan",
                                                            "runs_write"), queue.device)
