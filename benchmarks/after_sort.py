@@ -163,7 +163,9 @@ def cuda_call(library, op, data):
     if library == "cupy":
         import cupy as cp
         g = [cp.asarray(x) for x in data]
-        host = (lambda res: tuple(cp.asnumpy(r) for r in res))
+
+        def host(res):
+            return tuple(cp.asnumpy(r) for r in res)
         if op == "searchsorted":
             return (lambda: (cp.searchsorted(g[0], g[1]),)), host
         if op == "unique_counts":
@@ -181,7 +183,9 @@ def cuda_call(library, op, data):
     import torch
     g = [torch.as_tensor(x.astype(np.int64) if x.dtype in (np.uint32, np.uint16) else x,
                          device="cuda") for x in data]
-    host = (lambda res: tuple(r.cpu().numpy() for r in res))
+
+    def host(res):
+        return tuple(r.cpu().numpy() for r in res)
     if op == "searchsorted":
         return (lambda: (torch.searchsorted(g[0], g[1]),)), host
     if op == "unique_counts":
@@ -284,5 +288,5 @@ def main(args):
                     if want is not None and checked_by != "numpy":
                         note += f"; checked against {checked_by}"
                     out.record(where, impl, op, dtype, n, t, ok=ok, note=note)
-            del data
+            data = want = peer_results = None   # free the inputs before the next case
     return out.finish()
