@@ -22,7 +22,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..core.arguments import attach_event, check_all_disjoint, check_context, operand
+from ..core.arguments import (Operand, attach_event, check_all_disjoint, check_context,
+                              operand)
 from ..core.keys import VALUE_CL_TYPES, key_codec
 from ..core.render import programs_for
 from ..drivers.permute import Permute, payload_dtype
@@ -98,15 +99,10 @@ def record_operand(obj, ctx, n, what):
 
 
 def _extent_operand(rec, n):
-    """An Operand-like view of a record array's first n records, for the overlap checks."""
-    op = operand(_byte_view(rec, n), rec.array.context, "values") if n else None
-    return op
-
-
-def _byte_view(rec, n):
-    """The first n records of ``rec`` as a 1-D uint8 Array over the same memory."""
-    return cl_array.Array(rec.array.queue, (n * rec.record_bytes,), np.uint8,
-                          data=rec.buffer, offset=rec.byte_off)
+    """The bytes of a record array's first n records, as an Operand for the overlap checks
+    (None when there are none)."""
+    return Operand(rec.buffer, rec.byte_off, n * rec.record_bytes, np.dtype(np.uint8)) \
+        if n else None
 
 
 def check_records(keys, records, names):
