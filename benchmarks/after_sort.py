@@ -211,6 +211,17 @@ def cuda_call(library, op, data):
     return None
 
 
+def release_cuda(library):
+    """Give the peer's cached device memory back (CuPy's pool, torch's caching allocator), so
+    that the OpenCL allocations of the cases after it find the memory free."""
+    if library == "cupy":
+        import cupy as cp
+        cp.get_default_memory_pool().free_all_blocks()
+    else:
+        import torch
+        torch.cuda.empty_cache()
+
+
 def cast_like(got, want):
     """Peer results in the reference's dtypes (torch holds uint32 keys as int64 here)."""
     return tuple(np.asarray(g).astype(np.asarray(w).dtype) for g, w in zip(got, want))
@@ -275,6 +286,8 @@ def main(args):
                 ok = err is None and (want is None or same(cast_like(got, want), want))
                 out.record(p.device_fields(), p.library, op, dtype, n, t, ok=ok, error=err,
                            note=spread(t) if t else "")
+                made = call = t = None
+                release_cuda(p.library)
             if want is None and peer_results:
                 checked_by, want = next(iter(peer_results.items()))
             with out.guard(f"clradix {op} 2^{e}"):
