@@ -16,6 +16,8 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
              top-k, rows)
     api      the numpy-like functions per call (pooled results, int64 and uint32 indices)
              beside torch, CuPy and numpy
+    after    what comes after a sort (searchsorted, unique, run lengths, lexsort, several
+             value arrays) beside CuPy, torch and numpy
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -26,10 +28,12 @@ when any case gave a wrong result or raised; each failure is printed with its ca
 import argparse
 import sys
 
-from . import api, cpu, dask_scaling, gpu, large, latency, matrix, segmented, stress, topk
+from . import (after_sort, api, cpu, dask_scaling, gpu, large, latency, matrix, segmented,
+               stress, topk)
 
 COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
-            "stress": stress, "dask": dask_scaling, "latency": latency, "cpu": cpu, "api": api}
+            "stress": stress, "dask": dask_scaling, "latency": latency, "cpu": cpu, "api": api,
+            "after": after_sort}
 
 
 def main(argv=None):

@@ -8,6 +8,7 @@
     sorted_copy = clradix.sort(array)           # numpy-like: any shape and axis
     order = clradix.argsort(array, axis=0)      # int64 indices, as numpy's
     values, indices = clradix.topk(array, k)    # k largest along the last axis
+    where = clradix.searchsorted(sorted_keys, values)   # and unique, lexsort, run_lengths
 
 The public names are imported on first use (PEP 562): importing the package, or running its
 command line's ``--help``, loads neither pyopencl nor numpy.
@@ -34,10 +35,17 @@ if TYPE_CHECKING:
     from .dispatch.selector import Selector
     from .dispatch.api import (TopkResult, argsort, free_memory, selector_for, sort, sorter_for,
                                top_k, topk)
+    from .dispatch.lexsort import lexsort
+    from .dispatch.search import searchsorted
+    from .dispatch.unique import (RunLengths, UniqueAllResult, UniqueCountsResult,
+                                  UniqueInverseResult, run_lengths, unique, unique_all,
+                                  unique_counts, unique_inverse, unique_values)
 
 __all__ = [
     "Sorter", "Selector", "sort", "argsort", "topk", "top_k", "TopkResult", "free_memory",
-    "sorter_for", "selector_for", "SortPolicy",
+    "sorter_for", "selector_for", "searchsorted", "unique", "unique_values", "unique_counts",
+    "unique_inverse", "unique_all", "run_lengths", "lexsort", "UniqueAllResult",
+    "UniqueCountsResult", "UniqueInverseResult", "RunLengths", "SortPolicy",
     "SegmentPolicy",
     "TopkPolicy",
     "PolicyError", "KernelBuildError", "TemplateRenderError", "KEY_DTYPES", "KeyCodec", "key_codec",
@@ -54,6 +62,11 @@ _LAZY = {
     "argsort": "dispatch.api", "selector_for": "dispatch.api", "sort": "dispatch.api",
     "sorter_for": "dispatch.api", "topk": "dispatch.api", "top_k": "dispatch.api",
     "TopkResult": "dispatch.api", "free_memory": "dispatch.api",
+    "searchsorted": "dispatch.search", "lexsort": "dispatch.lexsort",
+    **{name: "dispatch.unique" for name in (
+        "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+        "run_lengths", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
+        "RunLengths")},
 }
 
 

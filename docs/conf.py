@@ -49,8 +49,8 @@ nitpick_ignore_regex = [
     # typing and the standard library, as the annotations spell them
     (r"py:.*", r"(typing|collections\.abc|threading|logging|concurrent\.futures)\..*"),
     (r"py:class", r"(optional|callable|sequence|array-like|array_like|default .*)"),
-    # the type variable of the generic TopkResult (numpy arrays or pyopencl Arrays)
-    (r"py:.*", r"(clradix\.dispatch\.api\.)?_A"),
+    # the type variable of the generic result tuples (numpy arrays or pyopencl Arrays)
+    (r"py:.*", r"(clradix\.dispatch\.(api|unique)\.)?_A"),
 ]
 
 html_theme = "alabaster"

@@ -548,3 +548,41 @@ def test_layout_gather_and_widen(g_without_uninitialized, rng, monkeypatch):
 def _order_key(a):
     """clradix's order key of float32 keys (NaN last, -0 == +0), for numpy's argsort."""
     return key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
+
+
+def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
+    """searchsorted, unique (the runs' count, scan and write over several blocks, with the
+    inverse scatter), run_lengths, lexsort and several value arrays (take, iota) with small
+    work-groups. (The numpy-like functions' results come from memory pools, whose released
+    blocks the uninitialised-value checker would misread: that checker is off.)"""
+    from clradix.drivers import elementwise, runs
+    monkeypatch.setattr(elementwise, "WG", 16)
+    monkeypatch.setattr(runs, "PER_ITEM", 1)
+    monkeypatch.setattr(runs, "CPU_WG", None)   # groups whose work-items scan together
+    g = g_without_uninitialized
+    x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 150)]
+    d = g.to_device(x)
+    for equal_nan in (True, False):
+        got = [a.get() for a in clradix.unique(d, True, True, True, equal_nan=equal_nan)]
+        want = np.unique(x, True, True, True, equal_nan=equal_nan)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    s = np.sort(x)
+    r = clradix.run_lengths(g.to_device(s))
+    v, c = np.unique(s, return_counts=True)
+    np.testing.assert_array_equal(r.values.get(), v)
+    np.testing.assert_array_equal(r.lengths.get(), c)
+    order = np.argsort(x, kind="stable")
+    for side in ("left", "right"):
+        got = clradix.searchsorted(d, g.to_device(x[:40]), side, g.to_device(order))
+        np.testing.assert_array_equal(got.get(), np.searchsorted(x, x[:40], side, order))
+    keys = [rng.integers(0, 3, 70).astype(np.int16), rng.integers(0, 4, 70).astype(np.uint8)]
+    np.testing.assert_array_equal(clradix.lexsort([g.to_device(k) for k in keys]).get(),
+                                  np.lexsort(keys))
+    k = rng.integers(0, 5, 70).astype(np.uint32)
+    pos, ids = rng.random((70, 3)).astype(np.float32), np.arange(70, dtype=np.int64)
+    dk, dp, di = g.to_device(k), g.to_device(pos), g.to_device(ids)
+    g.sorter().sort(g.queue, dk, values=[dp, di]).wait()
+    o = np.argsort(k, kind="stable")
+    np.testing.assert_array_equal(dp.get(), pos[o])
+    np.testing.assert_array_equal(di.get(), ids[o])

@@ -218,4 +218,5 @@ def value_cl_type(dtype):
         return VALUE_CL_TYPES[d.itemsize]
     except KeyError:
         raise TypeError(f"unsupported value dtype {d}: values must be 1, 2, 4, 8 or 16 bytes wide, "
-                        f"this one is {d.itemsize}") from None
+                        f"this one is {d.itemsize} (records of any width: pass a pyopencl "
+                        f"Array, or a list of them)") from None

@@ -355,6 +355,20 @@ def _temp(queue, what, dtype, shape, allocator, sorter):
     return new_output(queue, what, dtype, shape, lambda nbytes: alloc(nbytes))
 
 
+def _contiguous(a, queue, what, allocator, sorter, wait):
+    """(``a``'s elements in C order as (Buffer, element offset), the events to wait for, whether
+    they are ``a``'s own memory): ``a`` itself when it is C-contiguous, else a temporary that
+    a gather fills (``a``'s events then replaced by the gather's)."""
+    if a.flags.c_contiguous or a.size <= 1:
+        return (a.base_data, a.offset // a.dtype.itemsize), list(wait) + list(a.events), True
+    lay = _Layout(a, None)
+    tmp = _temp(queue, what, a.dtype, (lay.size,), allocator, sorter)
+    replaced = list(a.events)
+    evt = lay.gather_in(queue, a, tmp.base_data, 0, list(wait) + replaced)
+    attach_event(a, evt, replaced)
+    return (tmp.base_data, 0), [evt], False
+
+
 # ------------------------------------------------------------------ sort
 
 @overload

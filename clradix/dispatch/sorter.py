@@ -6,7 +6,7 @@ nothing waits on the host. The returned event is the only synchronisation point.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pyopencl as cl
@@ -24,6 +24,7 @@ from ..planning.planner import Planner
 from ..policies.overrides import check_overrides
 from ..policies.segment import SegmentPolicy
 from ..policies.sort import SortPolicy
+from . import records as permuted
 from . import segments as segmented
 
 _VALUE_ITEMSIZES = (1, 2, 4, 8, 16)
@@ -79,7 +80,8 @@ class Sorter:
 
     def sort(self, queue: cl.CommandQueue, buf: Union[cl.MemoryObjectHolder, cl_array.Array], *,
              dtype: Optional[DTypeLike] = None, n: Optional[int] = None,
-             values: Optional[Union[cl.MemoryObjectHolder, cl_array.Array]] = None,
+             values: Optional[Union[cl.MemoryObjectHolder, cl_array.Array,
+                                    Sequence[cl_array.Array]]] = None,
              value_dtype: Optional[DTypeLike] = None, descending: bool = False, begin_bit: int = 0,
              end_bit: Optional[int] = None,
              wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
@@ -90,8 +92,15 @@ class Sorter:
         ``buf`` is a pyopencl Buffer (keys of ``dtype``, default uint32; ``n`` defaults to all of
         it) or a 1-D contiguous pyopencl Array (dtype and n from the array). ``values`` (Buffer or
         Array of 1, 2, 4, 8 or 16-byte elements, ``value_dtype`` for a Buffer whose size does not
-        tell) is permuted with the keys. ``begin_bit``/``end_bit`` restrict the sort to those bits
-        of the order key. Floats sort like numpy: NaN last (first when descending), -0.0 == +0.0.
+        tell) is permuted with the keys. ``values`` may also be a list of Arrays, each permuted
+        along its first axis with the keys, of any record width: ``(n,)`` of any dtype
+        (structured and void dtypes too) or ``(n, ...)`` C-contiguous, e.g. ``(n, 3)`` float32
+        positions, 12 bytes a key (an Array of another width than 1, 2, 4, 8 or 16 bytes, or of
+        more than one axis, is taken the same way): the keys sort once with their positions as
+        4-byte values, then each array is taken in that order through one temporary of its size
+        and copied home (clradix.dispatch.records). ``begin_bit``/``end_bit`` restrict the sort
+        to those bits of the order key. Floats sort like numpy: NaN last (first when
+        descending), -0.0 == +0.0.
         ``segments`` (num_segments + 1 int32/int64 offsets: a pyopencl Array, or a numpy array)
         sorts each segment ``buf[offsets[i]:offsets[i + 1]]`` on its own (clradix.dispatch.segments).
         """
@@ -101,9 +110,23 @@ class Sorter:
         codec = key_codec(keys.dtype)
         n = keys.n
         vals = None
+        begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
+        if values is not None and permuted.is_records(values):
+            listed = list(values) if isinstance(values, (list, tuple)) else [values]
+            if len(listed) == 1 and not permuted.is_records(listed[0]):
+                values = listed[0]   # one array of a width the passes move: moved by them
+            elif not listed:
+                values = None
+            else:
+                if value_dtype is not None:
+                    raise TypeError("value_dtype= describes one Buffer of values; a list of "
+                                    "values takes pyopencl Arrays, which say their dtype")
+                return permuted.sort_records(
+                    self, queue, buf, keys, listed, dtype=keys.dtype, descending=descending,
+                    begin_bit=begin_bit, end_bit=end_bit, wait=_events(wait_for),
+                    allocator=allocator, segments=segments, check_offsets=check_offsets)
         if values is not None:
             vals = self._value_operand(values, value_dtype, n, keys)
-        begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         wait = _events(wait_for) + keys.events + (vals.events if vals else [])
 
         if segments is not None:
@@ -171,6 +194,73 @@ class Sorter:
                             True, (k.buffer, None, None, o.buffer, None),
                             (k.offset, 0, 0, o.offset, 0), allocator, wait, checked)
         return out_arr, self._done(queue, evt, wait, o)
+
+    def lexsort(self, queue: cl.CommandQueue, keys: Union[Sequence[cl_array.Array],
+                                                          cl_array.Array], *,
+                out: Optional[Union[cl.MemoryObjectHolder, cl_array.Array]] = None,
+                index_dtype: Optional[DTypeLike] = None, descending: bool = False,
+                wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
+                allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None
+                ) -> Tuple[Union[cl_array.Array, cl.MemoryObjectHolder], cl.Event]:
+        """The stable order of several keys, as ``numpy.lexsort``: the **last** key is the
+        most significant, ties broken by the one before, and so on; returns ``(indices,
+        event)`` and leaves the keys unchanged (as :meth:`argsort`).
+
+        ``keys``: a sequence of 1-D contiguous Arrays of one length (any key dtypes, mixed), or
+        a 2-D Array whose rows are the keys. ``descending`` reverses the order of every key
+        (equal composite keys stay in input order). ``out`` and ``index_dtype``: as for
+        :meth:`argsort` (uint32 by default). The least significant key is argsorted, then each
+        more significant one is taken in the order so far and sorted with it, stably: one sort
+        per key, nothing read back."""
+        self._check_queue(queue)
+        ops = permuted.key_operands(self, keys)
+        n = ops[0].n
+        if index_dtype is None and isinstance(out, cl_array.Array):
+            index_dtype = out.dtype
+        idx_dtype = check_index_dtype(index_dtype, n, "index_dtype" if out is None else "out")
+        if out is None:
+            out_arr = new_output(queue, "index output", idx_dtype, (n,),
+                                 allocator or self.allocator)
+            o = Operand(out_arr.base_data, 0, n, idx_dtype, out_arr, [])
+        else:
+            o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
+            out_arr = out
+            for i, k in enumerate(ops):
+                check_disjoint(k, o, "out", f"keys[{i}]")
+        wait = _events(wait_for) + o.events
+        if n == 0:
+            return out_arr, self._done(queue, None, wait + [e for k in ops for e in k.events], o)
+        # the order is built in the output when it starts its buffer (the sorts' values), else
+        # in a temporary copied there
+        pd = np.dtype(f"u{idx_dtype.itemsize}")
+        perm: Any = o.buffer if o.offset == 0 else self.temporaries(queue, allocator)(
+            n * pd.itemsize)
+        evt = permuted.lexsort_order(self, queue, ops, perm, pd, descending=descending,
+                                     wait=wait, allocator=allocator)
+        if o.offset:
+            evt = cl.enqueue_copy(queue, cast(cl.Buffer, o.buffer), perm,
+                                  byte_count=n * pd.itemsize, dst_offset=o.offset * pd.itemsize,
+                                  wait_for=[evt])
+        return out_arr, self._done(queue, evt, wait, o)
+
+    def sort_lex(self, queue: cl.CommandQueue, keys: Union[Sequence[cl_array.Array],
+                                                           cl_array.Array], *,
+                 values: Optional[Union[cl_array.Array, Sequence[cl_array.Array]]] = None,
+                 descending: bool = False,
+                 wait_for: Optional[Sequence[Optional[cl.Event]]] = None,
+                 allocator: Optional[Callable[[int], cl.MemoryObjectHolder]] = None) -> cl.Event:
+        """Sort several key arrays together, in place and stably, by :meth:`lexsort`'s order
+        (numpy.lexsort's: the **last** key most significant), permuting ``values`` (an Array
+        or a list of Arrays of any record width, as for :meth:`sort`) with them; returns the
+        event of the last command. ``keys``: a sequence of 1-D contiguous Arrays of one length
+        (mixed key dtypes), or a 2-D Array whose rows are the keys (all sorted in place). The
+        order is computed once (:meth:`lexsort`), then every key and value array is taken in
+        it."""
+        self._check_queue(queue)
+        if values is None:
+            values = []
+        return permuted.sort_lex(self, queue, keys, values, descending=descending,
+                                 wait=_events(wait_for), allocator=allocator)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
              value_dtype: Optional[DTypeLike] = None) -> SortPolicy:

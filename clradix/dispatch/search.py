@@ -1,0 +1,177 @@
+"""``clradix.searchsorted``: numpy's and the Array API's searchsorted on pyopencl and numpy arrays,
+one binary search per value on the device (clradix.drivers.search), in the sort's order: NaN
+after +inf, -0.0 == +0.0, so that the insertion points are numpy's for arrays sorted by numpy
+(or clradix). A sorted array of two or more axes is searched row by row, as
+``torch.searchsorted`` does: each row of ``values`` in the same row of ``x1``."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, overload
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+from numpy.typing import DTypeLike
+
+from ..core.arguments import attach_event, check_context
+from ..core.keys import key_codec
+from ..core.sizes import check_index_dtype
+from .api import (Allocator, Events, _check_queue_of, _context, _contiguous, _host_result,
+                  _result, _to_device, default_queue, sorter_for)
+from .records import Search, family
+from .sorter import _events
+
+_SORTER_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
+
+
+@overload
+def searchsorted(x1: cl_array.Array, x2: Any, side: str = "left",
+                 sorter: Optional[cl_array.Array] = None, *,
+                 index_dtype: Optional[DTypeLike] = None, out: Optional[cl_array.Array] = None,
+                 allocator: Optional[Allocator] = None, queue: Optional[cl.CommandQueue] = None,
+                 wait_for: Events = None) -> cl_array.Array: ...
+
+
+@overload
+def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
+                 index_dtype: Optional[DTypeLike] = None, out: Optional[np.ndarray] = None,
+                 allocator: Optional[Allocator] = None, queue: Optional[cl.CommandQueue] = None,
+                 wait_for: Events = None) -> Any: ...
+
+
+def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
+                 index_dtype: Optional[DTypeLike] = None, out: Any = None,
+                 allocator: Optional[Allocator] = None, queue: Optional[cl.CommandQueue] = None,
+                 wait_for: Events = None) -> Any:
+    """Where the values ``x2`` would be inserted into the sorted ``x1`` to keep it sorted, as
+    ``numpy.searchsorted(a, v, side, sorter)`` and the Array API's ``searchsorted(x1, x2, /, *,
+    side, sorter)``: for ``side="left"`` the number of keys below each value, for ``"right"``
+    the number at or below it, in the sort's order (NaN after +inf, every NaN equal; -0.0 ==
+    +0.0).
+
+    ``x1`` 1-D: ``x2`` of any shape, the result of its shape. ``x1`` of two or more axes (as
+    ``torch.searchsorted``; numpy has no such form): each row (last axis) is a sorted sequence,
+    ``x2`` has the same leading axes and each of its rows is searched in the same row of
+    ``x1``. ``sorter`` (numpy's): the indices that sort ``x1`` (along its last axis), of an
+    integer type; on the device an index outside ``[0, row length)`` is not checked and gives
+    an unspecified position (never a read outside the row); numpy inputs are checked as numpy
+    does. ``x1`` and ``x2`` hold one key dtype (numpy inputs are first brought to
+    ``numpy.result_type``; a numpy or Python ``x2`` with a pyopencl ``x1`` is cast to ``x1``'s
+    dtype when that loses nothing). Results are int64 (numpy's ``intp``) unless
+    ``index_dtype`` (int32, uint32, uint64) or ``out``'s dtype says otherwise. pyopencl Arrays
+    in, a pyopencl Array out (``out``, ``allocator``, ``queue``, ``wait_for`` as for
+    :func:`clradix.sort`); anything else is numpy's, copied to the device and back (a scalar
+    ``x2`` gives a numpy scalar)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    if index_dtype is None and out is not None and hasattr(out, "dtype"):
+        index_dtype = out.dtype
+    if not isinstance(x1, cl_array.Array):
+        return _host_search(x1, x2, side, sorter, index_dtype, out, allocator, queue)
+    queue = _check_queue_of(x1, queue)
+    if not isinstance(x2, cl_array.Array):
+        x2 = _values_to(x1, x2, queue)
+    check_context(x1.context, x2.context, "x2")
+    if x2.dtype != x1.dtype:
+        raise TypeError(f"x2: {x2.dtype} values searched in {x1.dtype} keys: pass values of the "
+                        f"keys' dtype (x2.astype({str(x1.dtype)!r}))")
+    codec = key_codec(x1.dtype)
+    if x1.ndim == 0:
+        raise ValueError("x1 must have at least one axis (a sorted sequence), got a 0-d array")
+    row_len = int(x1.shape[-1])
+    if x1.ndim == 1:
+        rows, per_row = 1, int(x2.size)
+    else:
+        if x2.ndim != x1.ndim or tuple(x2.shape[:-1]) != tuple(x1.shape[:-1]):
+            raise ValueError(f"x2: searching each row of x1 (shape {tuple(x1.shape)}) needs "
+                             f"values of shape {tuple(x1.shape[:-1])} + (m,), got "
+                             f"{tuple(x2.shape)}")
+        rows, per_row = int(x1.size) // row_len if row_len else 0, int(x2.shape[-1])
+    ctx_sorter = sorter_for(_context(x1))
+    idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                  row_len + 1)
+    res = _result(out, queue, idx_dtype, tuple(x2.shape), "out", allocator, ctx_sorter, x1)
+    if sorter is not None:
+        if not isinstance(sorter, cl_array.Array):
+            sorter = cl_array.to_device(queue, np.ascontiguousarray(np.asarray(sorter)))
+        check_context(x1.context, sorter.context, "sorter")
+        if tuple(sorter.shape) != tuple(x1.shape):
+            raise ValueError(f"sorter: expected the shape of x1, {tuple(x1.shape)}, got "
+                             f"{tuple(sorter.shape)}")
+        if sorter.dtype not in _SORTER_DTYPES:
+            raise TypeError(f"sorter: expected int32, int64, uint32 or uint64 indices, got "
+                            f"{sorter.dtype}")
+    replaced_r = list(res.events)
+    wait = _events(wait_for) + replaced_r
+    total = int(x2.size)
+    if total == 0:
+        evt = cl.enqueue_marker(queue, wait_for=(wait + list(x1.events) + list(x2.events))
+                                or None)
+        attach_event(res, evt, replaced_r)
+        return res
+    if row_len == 0:   # nothing to search: every insertion point is 0
+        evt = cl.enqueue_fill_buffer(queue, res.base_data, np.zeros(1, idx_dtype), res.offset,
+                                     total * idx_dtype.itemsize, wait_for=wait or None)
+        attach_event(res, evt, replaced_r)
+        return res
+    keys, wait_k, _ = _contiguous(x1, queue, "searchsorted keys", allocator, ctx_sorter, wait)
+    vals, wait_v, _ = _contiguous(x2, queue, "searchsorted values", allocator, ctx_sorter, [])
+    order = None
+    wait_s: list = []
+    if sorter is not None:
+        buf, wait_s, _ = _contiguous(sorter, queue, "searchsorted sorter", allocator, ctx_sorter,
+                                     [])
+        order = (buf[0], buf[1], sorter.dtype)
+    evt = family(_context(x1), Search).search(
+        queue, codec, keys, row_len, row_len if rows > 1 else 0, vals, per_row, total, order,
+        (res.base_data, res.offset // idx_dtype.itemsize), idx_dtype, side == "right",
+        wait_k + wait_v + wait_s)
+    for arr in (x1, x2) + ((sorter,) if sorter is not None else ()):
+        attach_event(arr, evt, list(arr.events))
+    attach_event(res, evt, replaced_r)
+    return res
+
+
+def _values_to(x1, x2, queue):
+    """A numpy or Python ``x2`` on ``x1``'s device as ``x1``'s dtype: TypeError when the cast
+    would change a value's type class (numpy.result_type of the two is not x1's dtype)."""
+    host = np.asarray(x2)
+    if host.dtype != x1.dtype:
+        weak = x2 if isinstance(x2, (int, float, bool)) else host
+        if np.result_type(x1.dtype, weak) != x1.dtype:
+            raise TypeError(f"x2: {host.dtype} values searched in {x1.dtype} keys would need "
+                            f"another key type: pass values of the keys' dtype")
+        host = host.astype(x1.dtype)
+    return cl_array.to_device(queue, np.ascontiguousarray(host))
+
+
+def _host_search(x1, x2, side, sorter, index_dtype, out, allocator, queue):
+    """numpy inputs: brought to one key dtype, checked as numpy checks, searched on the device
+    and copied back."""
+    a, v = np.asarray(x1), np.asarray(x2)
+    if a.dtype != v.dtype:
+        weak = x2 if isinstance(x2, (int, float, bool)) else v
+        common = np.result_type(a, weak)
+        key_codec(common)
+        a, v = a.astype(common), v.astype(common)
+    if sorter is not None:
+        order = np.asarray(sorter)
+        if order.dtype.kind not in "iu":
+            raise TypeError(f"sorter must hold integers, got {order.dtype}")
+        if order.shape != a.shape:
+            raise ValueError(f"sorter: expected the shape of x1, {a.shape}, got {order.shape}")
+        if order.size and (order.min() < 0 or order.max() >= a.shape[-1]):
+            raise ValueError("Sorter index out of range.")
+        sorter = order.astype(np.int64)
+    q = queue or default_queue()
+    d1 = _to_device(a, q, "x1")
+    d2 = _to_device(v, q, "x2")
+    ds = None if sorter is None else cl_array.to_device(q, np.ascontiguousarray(sorter))
+    res = searchsorted(d1, d2, side, ds, index_dtype=index_dtype, allocator=allocator)
+    if v.ndim == 0 and out is None:
+        return res.get()[()]
+    return _host_result(res, out, "out")
+
+
+__all__ = ["searchsorted"]
+

@@ -1,0 +1,286 @@
+"""The unique family and the run-length encoding on pyopencl and numpy arrays: numpy's
+``unique``, the Array API's ``unique_values``, ``unique_counts``, ``unique_inverse`` and
+``unique_all``, and ``run_lengths`` (the runs of equal keys of an array: on a sorted one, the
+cell-start table of a particle code).
+
+Each is one sort of a copy of the keys (with their positions as 4-byte values when indices or
+the inverse are asked for) and the runs' reduce-then-scan (clradix.drivers.runs). The number of
+unique values decides the results' shapes, so it is read back once, after the count and before
+the results are made, as CuPy does: the one wait on the host of these calls (a user event not
+yet complete among the events waited for is refused first: the call would never return).
+
+NaN: numpy's ``unique`` collapses every NaN into one (``equal_nan=True``); the Array API's
+functions count each NaN as distinct, as numpy's own ``unique_*`` do. -0.0 and +0.0 are one
+value, which appears as the first of them in the input. Results are sorted (the Array API
+leaves the order unspecified; numpy's ``unique(sorted=False)`` too)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, Dict, Generic, NamedTuple, Optional, TypeVar
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from ..core.arguments import attach_event
+from ..core.keys import key_codec
+from ..drivers.permute import payload_dtype
+from .api import (Allocator, Events, _check_bool, _check_queue_of, _context, _contiguous,
+                  _result, _temp, _to_device, sorter_for)
+from .records import Permute, Runs, family
+from .segments import _refuse_pending_user_events
+from .sorter import _events
+
+_A = TypeVar("_A")
+_INDEX = np.dtype(np.int64)
+
+if TYPE_CHECKING or sys.version_info >= (3, 11):   # generic named tuples: Python 3.11
+    class UniqueAllResult(NamedTuple, Generic[_A]):
+        """``unique_all``'s result, as the Array API names it."""
+
+        values: _A
+        indices: _A
+        inverse_indices: _A
+        counts: _A
+
+    class UniqueCountsResult(NamedTuple, Generic[_A]):
+        """``unique_counts``'s result, as the Array API names it."""
+
+        values: _A
+        counts: _A
+
+    class UniqueInverseResult(NamedTuple, Generic[_A]):
+        """``unique_inverse``'s result, as the Array API names it."""
+
+        values: _A
+        inverse_indices: _A
+
+    class RunLengths(NamedTuple, Generic[_A]):
+        """``run_lengths``'s result: each run's value, first position and length."""
+
+        values: _A
+        starts: _A
+        lengths: _A
+else:  # pragma: no cover - Python 3.9 and 3.10
+    class UniqueAllResult(NamedTuple):
+        """``unique_all``'s result, as the Array API names it."""
+
+        values: Any
+        indices: Any
+        inverse_indices: Any
+        counts: Any
+
+    class UniqueCountsResult(NamedTuple):
+        """``unique_counts``'s result, as the Array API names it."""
+
+        values: Any
+        counts: Any
+
+    class UniqueInverseResult(NamedTuple):
+        """``unique_inverse``'s result, as the Array API names it."""
+
+        values: Any
+        inverse_indices: Any
+
+    class RunLengths(NamedTuple):
+        """``run_lengths``'s result: each run's value, first position and length."""
+
+        values: Any
+        starts: Any
+        lengths: Any
+
+for _t in (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, RunLengths):
+    _t.__module__ = "clradix"   # documented, and referred to by the signatures, as clradix.X
+
+
+def _encode(x, *, sort, nan_distinct, perm, counts, starts=False, allocator=None, queue=None,
+            wait_for=None) -> Dict[str, Any]:
+    """The runs of ``x`` flattened in C order (``sort``: of its sorted copy), on the device:
+    {"values", and as asked "starts", "index", "inverse" (``perm``; of x's shape), "counts"}
+    as pyopencl Arrays; numpy inputs give numpy arrays."""
+    if not isinstance(x, cl_array.Array):
+        dev = _to_device(x, queue, "x")
+        got = _encode(dev, sort=sort, nan_distinct=nan_distinct, perm=perm, counts=counts,
+                      starts=starts, allocator=allocator)
+        return {k: v.get() for k, v in got.items()}
+    queue = _check_queue_of(x, queue)
+    codec = key_codec(x.dtype)
+    ctx = _context(x)
+    sorter = sorter_for(ctx)
+    n = int(x.size)
+    wait = _events(wait_for)
+    out: Dict[str, Any] = {}
+
+    def result(name, dtype, shape):
+        out[name] = _result(None, queue, dtype, shape, name, allocator, sorter)
+        return out[name]
+
+    if n == 0:
+        result("values", x.dtype, (0,))
+        for name, wanted, shape in (("starts", starts, (0,)), ("index", perm, (0,)),
+                                    ("inverse", perm, tuple(x.shape)), ("counts", counts, (0,))):
+            if wanted:
+                result(name, _INDEX, shape)
+        evt = cl.enqueue_marker(queue, wait_for=(wait + list(x.events)) or None)
+        for arr in out.values():
+            attach_event(arr, evt)
+        return out
+    _refuse_pending_user_events(wait + list(x.events))
+    pd = payload_dtype(n)
+    order = None
+    if sort:
+        keys = _temp(queue, "unique keys", x.dtype, (n,), allocator, sorter)
+        src, deps, _ = _contiguous(x, queue, "unique keys", allocator, sorter, wait)
+        evt = cl.enqueue_copy(queue, keys.base_data, src[0], byte_count=n * x.dtype.itemsize,
+                              src_offset=src[1] * x.dtype.itemsize, wait_for=deps)
+        attach_event(x, evt, list(x.events))
+        if perm:
+            order = _temp(queue, "unique positions", pd, (n,), allocator, sorter)
+            evt = family(ctx, Permute).iota(queue, order.base_data, 0, n, pd, [evt])
+            evt = sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n, values=order.base_data,
+                              value_dtype=pd, wait_for=[evt], allocator=allocator)
+        else:
+            evt = sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n, wait_for=[evt],
+                              allocator=allocator)
+        key_at, deps = (keys.base_data, 0), [evt]
+    else:
+        key_at, deps, _ = _contiguous(x, queue, "run keys", allocator, sorter, wait)
+    runs = family(ctx, Runs)
+    perm_dtype = pd if perm else None
+    table, at, count_dtype = runs.count_layout(queue, codec, n, _INDEX, perm_dtype)
+    count_buf = sorter.temporaries(queue, allocator)(table)
+    evt = runs.count(queue, codec, key_at, n, nan_distinct, _INDEX, perm_dtype, count_buf, deps)
+    # the one wait on the host: the number of runs is the results' length
+    m_host = np.zeros(1, count_dtype)
+    cl.enqueue_copy(queue, m_host, count_buf, src_offset=at * count_dtype.itemsize,
+                    wait_for=[evt])
+    m = int(m_host[0])
+    values = result("values", x.dtype, (m,))
+    first = result("starts", _INDEX, (m,)) if starts else \
+        _temp(queue, "run starts", _INDEX, (m,), allocator, sorter)
+    index = inverse = None
+    if perm:
+        index = result("index", _INDEX, (m,))
+        inverse = result("inverse", _INDEX, tuple(x.shape))
+    evt = runs.write(queue, codec, key_at, n, nan_distinct, _INDEX, count_buf,
+                     (first.base_data, 0), (values.base_data, 0),
+                     None if order is None else (order.base_data, 0), perm_dtype,
+                     None if index is None else (index.base_data, 0),
+                     None if inverse is None else (inverse.base_data, 0), [evt])
+    if counts:
+        lengths = result("counts", _INDEX, (m,))
+        done = runs.lengths(queue, codec, n, m, _INDEX, perm_dtype, (first.base_data, 0),
+                            (lengths.base_data, 0), [evt])
+        attach_event(lengths, done)
+    if not sort:
+        attach_event(x, evt, list(x.events))
+    for name, arr in out.items():
+        if name != "counts":
+            attach_event(arr, evt)
+    return out
+
+
+# ------------------------------------------------------------------ numpy's unique
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: Optional[int] = None, *, equal_nan: bool = True,
+           sorted: bool = True, allocator: Optional[Allocator] = None,
+           queue: Optional[cl.CommandQueue] = None, wait_for: Events = None) -> Any:
+    """The sorted unique values of ``ar`` (flattened), as ``numpy.unique``, with as asked the
+    position of each one's first occurrence (``return_index``), the position in the unique
+    values of each element of ``ar`` (``return_inverse``; of ``ar``'s shape, as numpy 2's) and
+    each one's count (``return_counts``), int64: the values alone, or a tuple in numpy's order.
+
+    ``equal_nan=True`` (numpy's default) collapses every NaN into one, its first occurrence;
+    ``equal_nan=False`` keeps each NaN. -0.0 and +0.0 are one value. ``axis`` (unique
+    sub-arrays) is not supported: only None. ``sorted`` (numpy 2.3's) is accepted; the values
+    are always sorted. pyopencl Arrays in, pyopencl Arrays out (new ones from the queue's pool
+    or ``allocator``); anything else is numpy's, copied to the device and back. The number of
+    unique values is read back to size the results: the call's one wait on the host."""
+    if axis is not None:
+        raise NotImplementedError(f"unique(axis={axis!r}): unique sub-arrays along an axis are "
+                                  f"not supported; clradix's unique flattens (axis=None)")
+    flags = [_check_bool(v, name) for v, name in (
+        (return_index, "return_index"), (return_inverse, "return_inverse"),
+        (return_counts, "return_counts"), (equal_nan, "equal_nan"), (sorted, "sorted"))]
+    want_index, want_inverse, want_counts, equal_nan_b, _ = flags
+    got = _encode(ar, sort=True, nan_distinct=not equal_nan_b,
+                  perm=want_index or want_inverse, counts=want_counts, allocator=allocator,
+                  queue=queue, wait_for=wait_for)
+    parts = [got["values"]]
+    if want_index:
+        parts.append(got["index"])
+    if want_inverse:
+        parts.append(got["inverse"])
+    if want_counts:
+        parts.append(got["counts"])
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+# ------------------------------------------------------------------ the Array API's
+
+def unique_values(x: Any, /, *, allocator: Optional[Allocator] = None,
+                  queue: Optional[cl.CommandQueue] = None, wait_for: Events = None) -> Any:
+    """The Array API's ``unique_values(x)``: the unique values of ``x`` (flattened), sorted,
+    every NaN distinct (numpy's ``unique_values``). Arguments and the one read of the count:
+    as for :func:`unique`."""
+    return _encode(x, sort=True, nan_distinct=True, perm=False, counts=False,
+                   allocator=allocator, queue=queue, wait_for=wait_for)["values"]
+
+
+def unique_counts(x: Any, /, *, allocator: Optional[Allocator] = None,
+                  queue: Optional[cl.CommandQueue] = None,
+                  wait_for: Events = None) -> UniqueCountsResult[Any]:
+    """The Array API's ``unique_counts(x)``: a :class:`UniqueCountsResult` ``(values,
+    counts)``, every NaN distinct, int64 counts. As for :func:`unique_values`."""
+    got = _encode(x, sort=True, nan_distinct=True, perm=False, counts=True,
+                  allocator=allocator, queue=queue, wait_for=wait_for)
+    return UniqueCountsResult(got["values"], got["counts"])
+
+
+def unique_inverse(x: Any, /, *, allocator: Optional[Allocator] = None,
+                   queue: Optional[cl.CommandQueue] = None,
+                   wait_for: Events = None) -> UniqueInverseResult[Any]:
+    """The Array API's ``unique_inverse(x)``: a :class:`UniqueInverseResult` ``(values,
+    inverse_indices)``, the inverse of ``x``'s shape (``values[inverse_indices]`` is ``x``),
+    every NaN distinct, int64. As for :func:`unique_values`."""
+    got = _encode(x, sort=True, nan_distinct=True, perm=True, counts=False,
+                  allocator=allocator, queue=queue, wait_for=wait_for)
+    return UniqueInverseResult(got["values"], got["inverse"])
+
+
+def unique_all(x: Any, /, *, allocator: Optional[Allocator] = None,
+               queue: Optional[cl.CommandQueue] = None,
+               wait_for: Events = None) -> UniqueAllResult[Any]:
+    """The Array API's ``unique_all(x)``: a :class:`UniqueAllResult` ``(values, indices,
+    inverse_indices, counts)``: each value's first position in the flattened ``x``, the
+    inverse of ``x``'s shape and the counts, every NaN distinct, int64. As for
+    :func:`unique_values`."""
+    got = _encode(x, sort=True, nan_distinct=True, perm=True, counts=True,
+                  allocator=allocator, queue=queue, wait_for=wait_for)
+    return UniqueAllResult(got["values"], got["index"], got["inverse"], got["counts"])
+
+
+# ------------------------------------------------------------------ run lengths
+
+def run_lengths(a: Any, /, *, equal_nan: bool = True, allocator: Optional[Allocator] = None,
+                queue: Optional[cl.CommandQueue] = None,
+                wait_for: Events = None) -> RunLengths[Any]:
+    """The run-length encoding of ``a`` (flattened in C order): a :class:`RunLengths`
+    ``(values, starts, lengths)``, each run of equal consecutive keys given by its key, its
+    first position and its length (int64), as CUB's ``DeviceRunLengthEncode`` and
+    ``torch.unique_consecutive``. On a sorted array the runs are its unique values: sort
+    particles by cell key and ``starts``, ``lengths`` are each occupied cell's first particle
+    and count. Keys are equal in the sort's order (-0.0 == +0.0; every NaN equal unless
+    ``equal_nan=False``). Nothing is sorted here; the number of runs is read back to size the
+    results (the call's one wait on the host). Arguments: as for :func:`unique`."""
+    equal = _check_bool(equal_nan, "equal_nan")
+    got = _encode(a, sort=False, nan_distinct=not equal, perm=False, counts=True, starts=True,
+                  allocator=allocator, queue=queue, wait_for=wait_for)
+    return RunLengths(got["values"], got["starts"], got["counts"])
+
+
+__all__ = ["unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+           "run_lengths", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
+           "RunLengths"]
