@@ -44,23 +44,28 @@ static inline ${key_t} order_key(${key_t} x, ${key_t} flip)
     return (${key_t})(e ^ flip);
 % endif
 }
-% if key_kind == "float":
-
-/* The bits' order: order_key without numpy's two equalities (-0.0 == +0.0, NaN == NaN), so
-   equal to it for every key but -0.0 and the NaNs (is_special), in two operations for six. */
+/* The bits' order: order_key without numpy's two equalities (-0.0 == +0.0, NaN == NaN), equal
+   to it for every key but -0.0 and the NaNs (is_special); for floats two operations for six. */
 static inline ${key_t} order_bits(${key_t} x, ${key_t} flip)
 {
+% if key_kind == "float":
     const ${key_t} neg = (${key_t})((${skey_t})x >> ${key_bits - 1});
     return (${key_t})(x ^ (neg | (${key_t})${hex(sign)}${suffix}) ^ flip);
+% else:
+    return order_key(x, flip);
+% endif
 }
 
-/* whether order_key and order_bits differ for x: -0.0 or a NaN */
+/* whether order_key and order_bits differ for x: -0.0 or a NaN (never for integer keys) */
 static inline uint is_special(${key_t} x)
 {
+% if key_kind == "float":
     return x == (${key_t})${hex(sign)}${suffix}
         || (${key_t})(x & (${key_t})${hex(ones >> 1)}${suffix}) > (${key_t})${hex(key_inf_bits)}${suffix};
-}
+% else:
+    return 0;
 % endif
+}
 </%def>
 
 ## Exclusive scan of one value per work-item across a work-group of `wg` items, through `scratch`
@@ -105,13 +110,13 @@ static inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
 {
     return (uint)(order_key(x, flip) >> shift) & digit_mask;
 }
-% if key_kind == "float":
+/* whether some keys' order_key and order_bits differ (is_special): float keys */
+#define KEY_SPECIALS ${int(key_kind == "float")}
 /* the same digit by order_bits: equal to digit_of's for every key but -0.0 and the NaNs */
 static inline uint digit_of_bits(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
 {
     return (uint)(order_bits(x, flip) >> shift) & digit_mask;
 }
-% endif
 % if value_t:
 
 /* the value of the element at index i: vals[i], or with iota (argsort's indices, made by the

@@ -25,8 +25,8 @@ ${steps.ranking_fns()}
 ${steps.histogram_fns()}
 ${steps.pass_fns()}
 
-/* hist[p * RADIX + d] += number of keys whose digit of pass p is d (and, for float keys,
-   hist[passes * RADIX] += the number of -0.0 and NaN keys); zeroes ring 0 */
+/* hist[p * RADIX + d] += number of keys whose digit of pass p is d, hist[passes * RADIX] += the
+   number of -0.0 and NaN keys; zeroes ring 0 */
 __kernel WG_ATTR
 void os_histogram(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
                   __global INDEX_T* restrict hist, uint begin_bit, uint end_bit, KEY_T flip,
@@ -70,7 +70,7 @@ ${steps.tile_locals()}
               vals_in + vals_in_off + portion_start, vals_out + vals_out_off, vals_iota,
               portion_start,
 % endif
-              portion_len, shift, digit_mask, flip, ${"hist[specials_at] == 0" if key_kind == "float" else "0"},
+              portion_len, shift, digit_mask, flip, !KEY_SPECIALS || hist[specials_at] == 0,
               status, done, bins_in + bins_off,
               bins_out + bins_off, &ltile, lraw, lcount, ldigits, lbase, lscan, lsg, lfb,
               lflags);

@@ -76,15 +76,11 @@ static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
                              __global const KEY_T* keys, uint valid, uint shift,
                              uint digit_mask, KEY_T flip, uint exact, uint w, uint lane)
 {
-% if key_kind == "float":
     if (exact) {
 ${load_loop("digit_of_bits")}
     } else {
 ${load_loop("digit_of")}
     }
-% else:
-${load_loop("digit_of")}
-% endif
 }
 
 /* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (zeroed
@@ -164,10 +160,7 @@ ${unroll}
 /* hist[p * RADIX + d] += the number of keys of this work-group's share (group of groups,
    grid-stride) whose digit of pass p is d, counted in lh (local, passes x RADIX). The keys are
    read 16 bytes at a time (${hv} keys) where their start allows it, the rest one at a time.
-% if key_kind == "float":
-   hist[passes * RADIX] += the number of its keys that are -0.0 or NaN (is_special).
-% endif
-   */
+   hist[passes * RADIX] += the number of its keys that are -0.0 or NaN (is_special). */
 static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, INDEX_T n,
                                     __global INDEX_T* hist, uint begin_bit, uint end_bit,
                                     KEY_T flip, __local uint* lh, uint group, uint groups,
@@ -186,9 +179,7 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
     const INDEX_T stride = (INDEX_T)groups * WG;
     const INDEX_T first = (INDEX_T)group * WG + lid;
     INDEX_T head = 0;
-% if key_kind == "float":
     uint specials = 0;
-% endif
 % if hv > 1:
     if ((keys_off & ${hv - 1}) == 0) {
         const INDEX_T nv = n / ${hv};
@@ -197,9 +188,7 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
             const ${key_t}${hv} x = kv[v];
 %   for c in range(hv):
             hist_key(x.s${"0123456789abcdef"[c]}, flip, lh, passes, sh, mk);
-%     if key_kind == "float":
             specials += is_special(x.s${"0123456789abcdef"[c]});
-%     endif
 %   endfor
         }
         head = nv * ${hv};
@@ -207,14 +196,10 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
 % endif
     for (INDEX_T i = head + first; i < n; i += stride) {
         hist_key(keys[i], flip, lh, passes, sh, mk);
-% if key_kind == "float":
         specials += is_special(keys[i]);
-% endif
     }
-% if key_kind == "float":
     if (specials)
         COUNTER_ADD(&hist[passes * RADIX], specials);
-% endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint e = lid; e < passes * RADIX; e += WG)
         if (lh[e])
@@ -491,15 +476,11 @@ static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lke
                                 uint shift, uint digit_mask, KEY_T flip, uint exact,
                                 __local const INDEX_T* lbase, uint lid)
 {
-% if key_kind == "float":
     if (exact) {
 ${scatter_loop("digit_of_bits")}
     } else {
 ${scatter_loop("digit_of")}
     }
-% else:
-${scatter_loop("digit_of")}
-% endif
 }
 % if value_t:
 
