@@ -5,10 +5,11 @@
 ##   cc_count   - chunk c counts the digits of its keys: counts[d][c]
 ##   cc_scatter - chunk c scans the table up to its own entries (RADIX x chunks additions), then
 ##                walks its keys in order and writes each at its digit's running offset
-##                (stable: chunks in order, each chunk in order) through a 64-byte
-##                write-combining line per digit (software write-combining: a cache line of the
-##                output written whole, not a key at a time into RADIX places); a pass whose
-##                keys all share its digit copies the chunk instead
+##                (stable: chunks in order, each chunk in order); with `lines` (digits wider
+##                than 8 bits) through a 64-byte write-combining line per digit (software
+##                write-combining: a cache line of the output written whole, not a key at a time
+##                into RADIX places, whose lines the L1 cache no longer holds); a pass whose keys
+##                all share its digit copies the chunk instead
 ## Keys keep their own bits; the digit comes from the order key (common.mako), so the codec costs
 ## no pass and the output is bit-exact. Values follow their keys; argsort's first pass makes them
 ## (the indices).
@@ -23,7 +24,8 @@
 ##                 read (the segment's digit counts do not depend on the order a pass leaves) and a
 ##                 pass whose keys all share a digit skipped
 ##
-## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), value_t
+## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), lines
+## (the scatter's write-combining lines; the whole-array kernels only), value_t
 ## (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
 ## off_t (None: the whole-array kernels; "int" or "long": the segmented ones, 8-bit digits).
 <%namespace name="common" file="common.mako"/>
@@ -113,11 +115,14 @@ static inline void wc_flush(__global const KEY_T* kbuf, __global KEY_T* keys_out
 __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
                                   __global const INDEX_T* restrict counts, INDEX_T n,
                                   INDEX_T chunk_len, uint chunks, uint shift, uint digit_mask,
-                                  KEY_T flip, uint write_keys,
-% if value_t:
+                                  KEY_T flip,
+% if lines and value_t:
                                   __global VALUE_T* restrict wc_vals,
 % endif
-                                  __global KEY_T* restrict wc_keys)
+% if lines:
+                                  __global KEY_T* restrict wc_keys,
+% endif
+                                  uint write_keys)
 {
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
@@ -152,6 +157,17 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
         }
         return;
     }
+% if not lines:
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T k = keys_in[i];
+        const INDEX_T o = at[digit_of(k, shift, digit_mask, flip)]++;
+        if (write_keys)
+            keys_out[o] = k;
+%   if value_t:
+        vals_out[o] = value_at(vals_in, i, 0, vals_iota);
+%   endif
+    }
+% else:
     const uint line_off = (uint)keys_out_off & (WC - 1);
     __global KEY_T* kbuf = wc_keys + (size_t)c * (RADIX * WC);
 % if value_t:
@@ -188,6 +204,7 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
 % endif
                  from, at[d], line_off, write_keys);
     }
+% endif
 }
 % if off_t:
 <%

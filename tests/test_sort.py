@@ -289,15 +289,18 @@ def test_chunks_digit_widths(ctx, queue, rng, radix_bits, dtype):
                                                (np.float32, np.uint32), (np.uint32, "V16"),
                                                (np.float64, np.uint64)], ids=str)
 def test_chunks_write_combining_lines(ctx, queue, rng, dtype, value_dtype, pad):
-    """The chunked scatter's write-combining lines (64 bytes of keys a digit): keys placed
-    ``pad`` elements into their buffer (lines not aligned to the array), values of every width
-    (1 and 2 bytes copied element by element, wider ones as words), chunks of 37 keys (shorter
-    than a line of 1-byte keys: a chunk's first and last lines shared with its neighbours),
-    few and many keys per digit; the bytes around the keys keep their bits."""
-    sorter = clradix.Sorter(ctx, algorithm="chunks", radix_bits=6, items_per_thread=37,
+    """The chunked scatter's write-combining lines (11-bit digits: 64 bytes of keys a digit):
+    keys placed ``pad`` elements into their buffer (lines not aligned to the array), values of
+    every width (1 and 2 bytes copied element by element, wider ones as words), chunks of 37
+    keys (shorter than a line of 1-byte keys: a chunk's first and last lines shared with its
+    neighbours), digits of one key and digits of hundreds (half the keys repeat 50 values: whole
+    lines); the bytes around the keys keep their bits."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", radix_bits=11, items_per_thread=37,
                             blocks_per_cu=64)
-    for n in (1, 37, 700, 64 * 37 + 5):
+    for n in (1, 37, 700, 20011):
         keys = float_specials(rng, dtype, n)
+        keys[: n // 2] = keys[rng.integers(0, min(n, 50), n // 2)]
+        rng.shuffle(keys)
         values = rng.integers(0, 256, n * np.dtype(value_dtype).itemsize,
                               np.uint8).view(value_dtype)
         check_sort(queue, sorter, keys, "pairs", values=values, pad=pad)
