@@ -10,7 +10,7 @@ from .digit_passes import BlockCounts
 LINE_BYTES = 64
 # The scatter writes through lines for digits wider than this: 256 digits' lines (16 KiB) stay
 # in the L1 cache, where the lines cost more than they save (2^22 and 2^24 uint32 on 2 EPYC
-# cores, BENCHMARKS_NOTES.md "2026-11-28: the CPU sort against numpy's dispatch").
+# cores, BENCHMARKS_NOTES.md "2026-11-27: the CPU sort against numpy's dispatch").
 LINES_ABOVE_BITS = 8
 
 
