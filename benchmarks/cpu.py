@@ -1,19 +1,37 @@
 """clradix on CPU devices beside what a numpy user calls instead, per call, as a user pays it.
 
-Cases (the CPU issue's table): sort of uint32 keys at 2^16, 2^20, 2^22 and 2^24, float32 at
-2^20, 2^22 and 2^24; argsort of uint32 at 2^22; top-k (k = 100, the largest, ranked) of float32
-at 2^22; rows 1024 x 4096 float32 sorted along the last axis. Each is timed on every device
-given (``--device``, repeatable: PoCL's platforms, Intel's CPU runtime) and beside numpy on the
-host: the default kind (``np.sort``, ``np.argsort``, ``np.sort(axis=-1)``), the stable kind, and
-for top-k ``np.argpartition`` with a sort of the k.
+One command, reproducible: ``python -m benchmarks cpu [--json FILE]``. It prints first what the
+numbers depend on: the CPU (model, family and model numbers, cores this process may use, cache
+sizes), numpy's SIMD dispatch (the baseline and the dispatched targets this CPU runs:
+``np.sort`` takes a different kernel on an AVX-512 machine than on an AVX2 one), each OpenCL
+device with PoCL's compile target (the LLVM CPU name in its device version: ``znver3`` compiles
+for AVX2) and PoCL's thread count, the load average, and the memory-bandwidth floor: a numpy
+copy of 64 MiB on one thread and on every core (GB/s, read plus write).
+
+Cases (the CPU issue's table): sort of uint32 keys at 2^20, 2^22 and 2^24, float32 at 2^22 and
+2^24; argsort of uint32 at 2^22; top-k (k = 100, the largest, ranked) of float32 at 2^22; rows
+1024 x 4096 float32 sorted along the last axis. Each on every device given (``--device``,
+repeatable) beside numpy's default kind (``np.sort``, ``np.argsort``, ``np.sort(axis=-1)``,
+``np.argpartition`` and a sort of the k); ``--numpy-stable`` adds the stable kind.
 
 Times are wall ms per call: clradix's call and the wait for its event (keys already on the
 device; in-place sorts restore their input before each call, outside the clock); numpy's call.
-One warm-up (which builds the kernels), then the median of ``--repeat`` runs, clradix and numpy
-interleaved per case so that both see the same machine. Every clradix result is checked against
-numpy (bit for bit; top-k positions exactly, ties by position). ``--variants
-NAME:FIELD=VALUE,...;...`` adds clradix Sorters with policy overrides
-(``rts:algorithm=reduce_then_scan``; sorts and argsorts).
+One warm-up each (which builds the kernels), then ``--repeat`` rounds, each timing one call of
+every implementation of the case in turn (the order rotating by round), so that all of them
+see the same machine; reported: median and min-max of the rounds. Every clradix result is
+checked against numpy (bit for bit; top-k positions exactly, ties by position). The floor of a
+case is the time to read its input and write its output once at the all-core copy bandwidth;
+"x floor" is a time over it (an LSD radix sort of 32-bit keys in 3 passes moves its keys about
+3 times, plus the counting reads).
+
+A warning marks a case measured while the machine was busy (the 1-minute load average above
+``--busy-load`` before or after it) or whose spread (max - min over the median) exceeds
+``--max-spread``: such numbers are the run's, not the machine's. numpy's dispatch can be
+narrowed to what an AVX2 machine runs with ``NPY_DISABLE_CPU_FEATURES="AVX512_ICL X86_V4"``
+(printed as the dispatch in effect).
+
+``--variants NAME:FIELD=VALUE,...;...`` adds clradix Sorters with policy overrides
+(``r8:radix_bits=8``; sorts and argsorts).
 
 ``--topk-orders`` times the chunked top-k (the k largest, ranked, float32) instead on rows whose
 order is adversarial to a selection (sorted, reversed, rising then falling, rising-then-falling
@@ -21,6 +39,12 @@ blocks, a sawtooth, all equal) beside random keys of the same size, for every si
 ``--orders-sizes`` and k of ``--orders-k``: median ms per call, the spread (slowest minus
 fastest run over the median) and each order's time over random keys'.
 """
+
+import os
+import platform
+import statistics
+import threading
+import time
 
 import numpy as np
 import pyopencl as cl
@@ -31,9 +55,8 @@ import clradix
 from . import common, impls, timing
 from .latency import parse_variants
 
-CASES = [("sort", "uint32", (1 << 16,)), ("sort", "uint32", (1 << 20,)),
-         ("sort", "uint32", (1 << 22,)), ("sort", "uint32", (1 << 24,)),
-         ("sort", "float32", (1 << 20,)), ("sort", "float32", (1 << 22,)),
+CASES = [("sort", "uint32", (1 << 20,)), ("sort", "uint32", (1 << 22,)),
+         ("sort", "uint32", (1 << 24,)), ("sort", "float32", (1 << 22,)),
          ("sort", "float32", (1 << 24,)), ("argsort", "uint32", (1 << 22,)),
          ("topk", "float32", (1 << 22,)), ("rows", "float32", (1024, 4096))]
 QUICK_CASES = [("sort", "uint32", (1 << 12,)), ("sort", "float32", (1 << 14,)),
@@ -43,7 +66,14 @@ TOPK_K = 100
 
 
 def add_arguments(ap):
-    common.add_common_options(ap, repeat=5)
+    common.add_common_options(ap, repeat=7)
+    ap.add_argument("--numpy-stable", action="store_true",
+                    help="numpy's stable kind too (slow: 0.3-2 s a call at 2^22-2^24)")
+    ap.add_argument("--busy-load", type=float, default=0.5,
+                    help="warn when the 1-minute load average exceeds this before or after a "
+                         "case (0.5)")
+    ap.add_argument("--max-spread", type=float, default=0.25,
+                    help="warn when a case's (max - min) / median exceeds this (0.25)")
     ap.add_argument("--cases", help="comma-separated OP:DTYPE:SHAPE (SHAPE: N or ROWSxLEN), "
                                     "e.g. sort:uint32:1048576,rows:float32:1024x4096")
     ap.add_argument("--variants", help="clradix variants, NAME:FIELD=VALUE,...;... (SortPolicy "
@@ -82,18 +112,21 @@ def _want(op, x):
     return x[order] if op == "sort" else order
 
 
-def _numpy_calls(op, x):
+def _numpy_calls(op, x, stable):
+    """(name, call) of numpy's default kind for the case, and with ``stable`` its stable kind."""
     if op == "topk":
         def topk():
             part = np.argpartition(x, x.size - TOPK_K)[x.size - TOPK_K:]
             return part[np.argsort(x[part], kind="stable")[::-1]]
         return [("argpartition + sort of k", topk)]
     if op == "rows":
-        return [("np.sort(axis=-1)", lambda: np.sort(x, axis=-1)),
-                ("np.sort(axis=-1, stable)", lambda: np.sort(x, axis=-1, kind="stable"))]
-    fn = np.sort if op == "sort" else np.argsort
-    return [(f"np.{fn.__name__}", lambda: fn(x)),
-            (f"np.{fn.__name__}(stable)", lambda: fn(x, kind="stable"))]
+        calls = [("np.sort(axis=-1)", lambda: np.sort(x, axis=-1)),
+                 ("np.sort(axis=-1, stable)", lambda: np.sort(x, axis=-1, kind="stable"))]
+    else:
+        fn = np.sort if op == "sort" else np.argsort
+        calls = [(f"np.{fn.__name__}", lambda: fn(x)),
+                 (f"np.{fn.__name__}(stable)", lambda: fn(x, kind="stable"))]
+    return calls if stable else calls[:1]
 
 
 def _clradix_call(q, sorter, selector, op, x):
@@ -193,6 +226,130 @@ def topk_orders(args, out):
                         + f" | {worst:.2f}x |")
 
 
+def _cpu_fields():
+    """The host CPU: model, family / model numbers, cores this process may use, caches."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model", "stepping", "flags") \
+                        and key not in info:
+                    info[key] = val.strip()
+    except OSError:
+        pass
+    flags = set(info.pop("flags", "").split())
+    caches = {}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            with open(f"{base}/{entry}/level") as f:
+                level = f.read().strip()
+            with open(f"{base}/{entry}/type") as f:
+                kind = f.read().strip()
+            with open(f"{base}/{entry}/size") as f:
+                size = f.read().strip()
+        except OSError:
+            continue
+        if kind != "Instruction":
+            caches[f"L{level}{'d' if kind == 'Data' else ''}"] = size
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return dict(cpu_model=info.get("model name") or platform.processor() or platform.machine(),
+                cpu_family=info.get("cpu family"), cpu_model_number=info.get("model"),
+                cpu_stepping=info.get("stepping"), cpu_count=os.cpu_count(),
+                cores_usable=affinity, caches=caches,
+                cpu_simd=[f for f in ("sse4_2", "avx2", "avx512f", "avx512bw") if f in flags])
+
+
+def _numpy_simd():
+    """numpy's baseline and the dispatched targets it runs here (NPY_DISABLE_CPU_FEATURES
+    honoured)."""
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:   # numpy 1.x
+        from numpy.core import _multiarray_umath as mu
+    feats = mu.__cpu_features__
+    return dict(numpy=np.__version__, numpy_baseline=list(mu.__cpu_baseline__),
+                numpy_dispatch=[f for f in mu.__cpu_dispatch__ if feats.get(f)],
+                numpy_not_dispatched=[f for f in mu.__cpu_dispatch__ if not feats.get(f)],
+                npy_disable=os.environ.get("NPY_DISABLE_CPU_FEATURES", ""))
+
+
+def _opencl_fields(device):
+    """An OpenCL device: its name, platform, driver, compute units and, for PoCL, the LLVM CPU
+    its kernels are compiled for (the last field of the version's HSTR) and its thread count."""
+    fields = dict(common.opencl_device_fields(device), compute_units=device.max_compute_units,
+                  version=device.version)
+    if "Portable Computing Language" in device.platform.name:
+        hstr = device.version.split("HSTR:")[-1].split()[0] if "HSTR:" in device.version else ""
+        fields["pocl_target"] = hstr.rsplit("-", 1)[-1] if hstr else "unknown"
+        fields["pocl_threads"] = os.environ.get("POCL_MAX_PTHREAD_COUNT",
+                                                f"default ({device.max_compute_units})")
+    return fields
+
+
+def copy_bandwidth(nbytes=64 << 20, threads=1, repeat=7):
+    """GB/s (bytes read plus written) of the fastest of ``repeat`` numpy copies of ``nbytes``,
+    split over ``threads`` threads (numpy releases the GIL in a large copy)."""
+    a = np.ones(nbytes // 8, np.uint64)
+    b = np.empty_like(a)
+    parts = np.array_split(np.arange(a.size), threads)
+    spans = [(p[0], p[-1] + 1) for p in parts if p.size]
+
+    def one(lo, hi):
+        np.copyto(b[lo:hi], a[lo:hi])
+    best = float("inf")
+    for _ in range(repeat):
+        workers = [threading.Thread(target=one, args=span) for span in spans]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * a.nbytes / best / 1e9
+
+
+def _case_bytes(op, x):
+    """Bytes a call reads and writes at least: the input once, the output once (sorted keys,
+    int64 indices, top-k's k values and positions)."""
+    if op == "sort" or op == "rows":
+        return 2 * x.nbytes
+    if op == "argsort":
+        return x.nbytes + 8 * x.size
+    return x.nbytes + TOPK_K * (x.itemsize + 8)
+
+
+def _stats(ms):
+    med = statistics.median(ms)
+    return med, min(ms), max(ms), (max(ms) - min(ms)) / med if med else 0.0
+
+
+def _cell(ms):
+    med, lo, hi, _ = _stats(ms)
+    return f"{med:.2f} ({lo:.2f}-{hi:.2f})"
+
+
+def print_machine(out, devices, bw):
+    m = out.meta["machine"]
+    caches = ", ".join(f"{k} {v}" for k, v in m["caches"].items())
+    out.log(f"CPU: {m['cpu_model']} (family {m['cpu_family']}, model {m['cpu_model_number']}, "
+            f"stepping {m['cpu_stepping']}; {' '.join(m['cpu_simd'])}), {m['cpu_count']} "
+            f"logical CPUs, {m['cores_usable']} usable here; caches per core / shared: {caches}")
+    disabled = f" (NPY_DISABLE_CPU_FEATURES={m['npy_disable']!r})" if m["npy_disable"] else ""
+    out.log(f"numpy {m['numpy']}: baseline {' '.join(m['numpy_baseline'])}, dispatch "
+            f"{' '.join(m['numpy_dispatch']) or 'none'}{disabled}; not dispatched here: "
+            f"{' '.join(m['numpy_not_dispatched']) or 'none'}")
+    for dev in m["opencl"]:
+        extra = (f"; PoCL compiles for {dev['pocl_target']}, threads {dev['pocl_threads']}"
+                 if "pocl_target" in dev else "")
+        out.log(f"OpenCL: {dev['device_full']}, {dev['compute_units']} compute units{extra}")
+    out.log(f"memory: numpy copy of 64 MiB {bw[1]:.1f} GB/s on 1 thread, {bw[0]:.1f} GB/s on "
+            f"{m['cores_usable']} (read + write; the floor below uses the faster)")
+    out.log(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main(args):
     out = common.Run("cpu", args)
     if args.topk_orders:
@@ -206,6 +363,15 @@ def main(args):
     devices = common.select_devices(args.device)
     if not devices:
         raise SystemExit("no usable OpenCL device matches --device")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    bw_all = copy_bandwidth(threads=cores or 1)
+    bw_one = copy_bandwidth(threads=1)
+    out.meta["machine"] = dict(_cpu_fields(), **_numpy_simd(),
+                               opencl=[_opencl_fields(d) for d in devices],
+                               copy_gbps_one_thread=bw_one, copy_gbps_all_cores=bw_all,
+                               load_at_start=list(os.getloadavg()))
+    print_machine(out, devices, (bw_all, bw_one))
+    bw = max(bw_all, bw_one)
     variants = [("clradix", {})]
     if args.variants:
         variants += [(f"clradix[{name}]", fields) for name, fields in parse_variants(args.variants)]
@@ -216,13 +382,15 @@ def main(args):
         q = cl.CommandQueue(ctx)
         ctxs[dev.int_ptr] = (q, [(name, clradix.Sorter(ctx, **fields))
                                   for name, fields in variants], ctx)
-    summary = []
+    summary, warnings = [], []
     for op, dt, shape in cases:
         x = _keys(rng, dt, shape)
         n = int(np.prod(shape))
         want = _want(op, x)
         label = f"{op} {dt} {'x'.join(map(str, shape))}"
-        best = {}
+        load_before = os.getloadavg()[0]
+        # (impl, where, prep, call, box, extra): every implementation of the case
+        impls_ = []
         for dev in devices:
             q, sorters, ctx = ctxs[dev.int_ptr]
             where = common.opencl_device_fields(dev)
@@ -232,33 +400,72 @@ def main(args):
                 with out.guard(f"{name} {label} on {where['device']}"):
                     selector = clradix.Selector(ctx, sorter=sorter)
                     prep, call, box = _clradix_call(q, sorter, selector, op, x)
-                    t = timing.time_host(call, args.repeat, prep if op == "sort" else None)
-                    t.out = None
-                    ms = t.median_wall_ms
-                    ok = _check(op, box["out"], want)
+                    prep()
+                    call()   # the warm-up (builds the kernels)
                     pol = "" if op == "topk" else str(sorter.plan(dev, np.dtype(dt), n))
-                    out.record(where, name, op, np.dtype(dt), n, t, ok=ok, shape=list(shape),
-                               policy=pol)
-                    best.setdefault(name + " on " + where["device"], ms)
-        numpy_ms = {}
+                    impls_.append((f"{name} on {where['device']}", name, where,
+                                   prep if op == "sort" else None, call, box, dict(policy=pol)))
         if not args.no_numpy:
-            for (name, fn), col in zip(_numpy_calls(op, x), ("numpy default", "numpy stable")):
-                t = timing.time_host(fn, args.repeat)
-                t.out = None
-                out.record(common.host_fields(), name, op, np.dtype(dt), n, t,
-                           shape=list(shape))
-                numpy_ms[col] = (name, t.median_wall_ms)
-        summary.append((label, best, numpy_ms))
-    out.log("")
-    cols = list(dict.fromkeys(c for _, best, _ in summary for c in best))
-    out.log("| case | " + " | ".join(cols) + " | numpy default | numpy stable | "
-            + " | ".join(f"{c.split(' on ')[0]} / default" for c in cols) + " |")
-    out.log("|" + " --- |" * (3 + 2 * len(cols)))
-    for label, best, numpy_ms in summary:
-        dflt = numpy_ms.get("numpy default")
-        cells = [f"{best[c]:.2f}" if c in best else "" for c in cols]
-        cells += [f"{numpy_ms[c][1]:.2f} ({numpy_ms[c][0]})" if c in numpy_ms else ""
-                  for c in ("numpy default", "numpy stable")]
-        cells += [f"{best[c] / dflt[1]:.2f}x" if c in best and dflt else "" for c in cols]
-        out.log(f"| {label} | " + " | ".join(cells) + " |")
+            for (name, fn), col in zip(_numpy_calls(op, x, args.numpy_stable),
+                                       ("numpy default", "numpy stable")):
+                fn()
+                impls_.append((col, name, common.host_fields(), None, fn, None, {}))
+        samples = {key: [] for key, *_ in impls_}
+        for r in range(args.repeat):
+            for j in range(len(impls_)):
+                key, _, _, prep, call, _, _ = impls_[(j + r) % len(impls_)]
+                if prep:
+                    prep()
+                t0 = time.perf_counter()
+                call()
+                samples[key].append((time.perf_counter() - t0) * 1e3)
+        load_after = os.getloadavg()[0]
+        floor = _case_bytes(op, x) / bw / 1e6
+        row = dict(label=label, floor=floor, cells={}, load=(load_before, load_after))
+        numpy_names = [name for key, name, *_ in impls_ if key.startswith("numpy")]
+        if numpy_names:
+            row["label"] += f" ({', '.join(numpy_names)})"
+        for key, name, where, _, _, box, extra in impls_:
+            t = timing.Timing(wall_ms=samples[key])
+            ok = _check(op, box["out"], want) if box is not None else True
+            out.record(where, name, op, np.dtype(dt), n, t, ok=ok, shape=list(shape),
+                       floor_ms=floor, load_before=load_before, load_after=load_after, **extra)
+            row["cells"][key] = samples[key]
+            spread = _stats(samples[key])[3]
+            if spread > args.max_spread:
+                warnings.append(f"{label}, {key}: spread {100 * spread:.0f}% of the median")
+        if max(load_before, load_after) > args.busy_load:
+            warnings.append(f"{label}: load average {load_before:.2f} before, {load_after:.2f} "
+                            f"after (busy above {args.busy_load})")
+        summary.append(row)
+    _summary(out, summary, warnings, args)
     return out.finish()
+
+
+def _summary(out, summary, warnings, args):
+    """The table: every implementation's median (min-max) per case, clradix over numpy's
+    default, the floor and clradix over it."""
+    cols = list(dict.fromkeys(k for row in summary for k in row["cells"]))
+    mine = [c for c in cols if c.startswith("clradix")]
+    out.log(f"\nms per call, median (min-max) of {args.repeat} interleaved rounds; floor: input "
+            f"read and output written once at the copy bandwidth")
+    head = ["case"] + cols + [f"{c.split(' on ')[0]} / numpy" for c in mine] + \
+        ["floor ms"] + [f"{c.split(' on ')[0]} x floor" for c in mine] + ["load before/after"]
+    out.log("| " + " | ".join(head) + " |")
+    out.log("|" + " --- |" * len(head))
+    for row in summary:
+        cells = row["cells"]
+        ref = statistics.median(cells["numpy default"]) if "numpy default" in cells else None
+        line = [row["label"]] + [_cell(cells[c]) if c in cells else "" for c in cols]
+        line += [f"{statistics.median(cells[c]) / ref:.2f}x" if c in cells and ref else ""
+                 for c in mine]
+        line += [f"{row['floor']:.3g}"]
+        line += [f"{statistics.median(cells[c]) / row['floor']:.1f}x" if c in cells else ""
+                 for c in mine]
+        line += [f"{row['load'][0]:.2f} / {row['load'][1]:.2f}"]
+        out.log("| " + " | ".join(line) + " |")
+    if warnings:
+        out.log("\nWARNING: measured on a busy machine or with a large spread (these numbers "
+                "are this run's, not the machine's):")
+        for w in warnings:
+            out.log(f"  {w}")

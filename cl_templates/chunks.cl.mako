@@ -5,7 +5,11 @@
 ##   cc_count   - chunk c counts the digits of its keys: counts[d][c]
 ##   cc_scatter - chunk c scans the table up to its own entries (RADIX x chunks additions), then
 ##                walks its keys in order and writes each at its digit's running offset
-##                (stable: chunks in order, each chunk in order)
+##                (stable: chunks in order, each chunk in order); with `lines` (digits wider
+##                than 8 bits) through a 64-byte write-combining line per digit (software
+##                write-combining: a cache line of the output written whole, not a key at a time
+##                into RADIX places, whose lines the L1 cache no longer holds); a pass whose keys
+##                all share its digit copies the chunk instead
 ## Keys keep their own bits; the digit comes from the order key (common.mako), so the codec costs
 ## no pass and the output is bit-exact. Values follow their keys; argsort's first pass makes them
 ## (the indices).
@@ -20,16 +24,35 @@
 ##                 read (the segment's digit counts do not depend on the order a pass leaves) and a
 ##                 pass whose keys all share a digit skipped
 ##
-## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), value_t
+## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), lines
+## (the scatter's write-combining lines; the whole-array kernels only), value_t
 ## (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
 ## off_t (None: the whole-array kernels; "int" or "long": the segmented ones, 8-bit digits).
 <%namespace name="common" file="common.mako"/>
 <%
     iota_ok = value_t in ("uint", "ulong")
+
+    def line_keys(bits):
+        return 64 * 8 // bits
+    value_bytes = {"uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}.get(value_t, 0)
+
+    def line_copy(dst, src, width):
+        """OpenCL C copying one line of WC elements of `width` bytes from src to dst: as 16-word
+        vectors where the line is word-aligned (keys' lines are aligned to the line, values of
+        4 bytes or more to a word), else element by element."""
+        nbytes = line_keys(key_bits) * width
+        if width >= 4 or src == "kbuf":
+            return (f"{{ __global uint* to_ = (__global uint*)({dst}); "
+                    f"__global const uint* from_ = (__global const uint*)({src}); "
+                    f"for (uint j = 0; j < {nbytes // 4}; ++j) to_[j] = from_[j]; }}")
+        return (f"{{ __global VALUE_T* to_ = {dst}; "
+                f"for (uint j = 0; j < WC; ++j) to_[j] = ({src})[j]; }}")
 %>
 ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, 1, 1,
                       value_t)}
 #define ONE_ITEM __attribute__((reqd_work_group_size(1, 1, 1)))
+/* keys per write-combining line of the scatter: one 64-byte cache line */
+#define WC ${line_keys(key_bits)}
 
 /* the chunk of work-item c: keys [*lo, *hi) */
 static inline void chunk_range(INDEX_T n, INDEX_T chunk_len, uint c, INDEX_T* lo, INDEX_T* hi)
@@ -56,19 +79,57 @@ __kernel ONE_ITEM void cc_count(__global const KEY_T* restrict keys, ulong keys_
         counts[(INDEX_T)d * chunks + c] = hist[d];
 }
 
+/* A write-combining line of digit d: the buffered keys (and values) bound for [from, to), all in
+   one line of WC keys of the output (slot of position o: (o + line_off) % WC), copied out. */
+static inline void wc_flush(__global const KEY_T* kbuf, __global KEY_T* keys_out,
+% if value_t:
+                            __global const VALUE_T* vbuf, __global VALUE_T* vals_out,
+% endif
+                            INDEX_T from, INDEX_T to, uint line_off, uint write_keys)
+{
+    if (to - from == WC) {   /* a whole line (slots 0 .. WC - 1): copied as words */
+        if (write_keys)
+            ${line_copy("keys_out + from", "kbuf", key_bits // 8)}
+% if value_t:
+        ${line_copy("vals_out + from", "vbuf", value_bytes)}
+% endif
+        return;
+    }
+    for (INDEX_T o = from; o < to; ++o) {
+        const uint slot = (uint)(o + line_off) & (WC - 1);
+        if (write_keys)
+            keys_out[o] = kbuf[slot];
+% if value_t:
+        vals_out[o] = vbuf[slot];
+% endif
+    }
+}
+
 /* chunk c writes each of its keys (and values) at its digit's running offset, which starts at
    the keys of smaller digits plus those of its digit in the chunks before it (a scan of the
-   [d][c] table by every chunk: RADIX x chunks additions, no launch of its own) */
+   [d][c] table by every chunk: RADIX x chunks additions, no launch of its own). The writes go
+   through a line of WC slots per digit (wc_keys, wc_vals: RADIX x WC per chunk, cache-resident),
+   copied out whole when it fills: each output line is written at once instead of one key at a
+   time into RADIX places, which keeps the scatter at memory speed. A line shared with the chunks
+   before and after (the digit's first and last) is copied only where it is this chunk's. */
 __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
                                   __global const INDEX_T* restrict counts, INDEX_T n,
                                   INDEX_T chunk_len, uint chunks, uint shift, uint digit_mask,
-                                  KEY_T flip, uint write_keys)
+                                  KEY_T flip,
+% if lines and value_t:
+                                  __global VALUE_T* restrict wc_vals,
+% endif
+% if lines:
+                                  __global KEY_T* restrict wc_keys,
+% endif
+                                  uint write_keys)
 {
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
     chunk_range(n, chunk_len, c, &lo, &hi);
-    INDEX_T at[RADIX];
+    INDEX_T at[RADIX], first[RADIX];
     INDEX_T run = 0;
+    uint one_digit = 0;   /* every key has the same digit: the pass moves no key */
     for (uint d = 0; d <= digit_mask; ++d) {
         __global const INDEX_T* row = counts + (INDEX_T)d * chunks;
         INDEX_T before = 0, total = 0;
@@ -76,8 +137,9 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
             before += j < c ? row[j] : 0;
             total += row[j];
         }
-        at[d] = run + before;
+        at[d] = first[d] = run + before;
         run += total;
+        one_digit |= total == n;
     }
     keys_in += keys_in_off;
     keys_out += keys_out_off;
@@ -85,15 +147,64 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
     vals_in += vals_in_off;
     vals_out += vals_out_off;
 % endif
+    if (one_digit) {   /* a copy of the chunk to the same place */
+        for (INDEX_T i = lo; i < hi; ++i) {
+            if (write_keys)
+                keys_out[i] = keys_in[i];
+% if value_t:
+            vals_out[i] = value_at(vals_in, i, 0, vals_iota);
+% endif
+        }
+        return;
+    }
+% if not lines:
     for (INDEX_T i = lo; i < hi; ++i) {
         const KEY_T k = keys_in[i];
         const INDEX_T o = at[digit_of(k, shift, digit_mask, flip)]++;
         if (write_keys)
             keys_out[o] = k;
-% if value_t:
+%   if value_t:
         vals_out[o] = value_at(vals_in, i, 0, vals_iota);
-% endif
+%   endif
     }
+% else:
+    const uint line_off = (uint)keys_out_off & (WC - 1);
+    __global KEY_T* kbuf = wc_keys + (size_t)c * (RADIX * WC);
+% if value_t:
+    __global VALUE_T* vbuf = wc_vals + (size_t)c * (RADIX * WC);
+% endif
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T k = keys_in[i];
+        const uint d = digit_of(k, shift, digit_mask, flip);
+        const INDEX_T o = at[d]++;
+        const uint slot = (uint)(o + line_off) & (WC - 1);
+        kbuf[d * WC + slot] = k;
+% if value_t:
+        vbuf[d * WC + slot] = value_at(vals_in, i, 0, vals_iota);
+% endif
+        if (slot == WC - 1) {
+            /* the line's first slot, or the digit's first key where the line began before it
+               (in the chunk before) */
+            const INDEX_T from = o + 1 - first[d] >= WC ? o + 1 - WC : first[d];
+            wc_flush(kbuf + d * WC, keys_out,
+% if value_t:
+                     vbuf + d * WC, vals_out,
+% endif
+                     from, o + 1, line_off, write_keys);
+        }
+    }
+    for (uint d = 0; d <= digit_mask; ++d) {   /* the lines left part-filled */
+        const uint pending = (uint)(at[d] + line_off) & (WC - 1);
+        if (pending == 0 || at[d] == first[d])
+            continue;
+        const INDEX_T from = at[d] - first[d] >= pending ? at[d] - pending : first[d];
+        wc_flush(kbuf + d * WC, keys_out,
+% if value_t:
+                 vbuf + d * WC, vals_out,
+% endif
+                 from, at[d], line_off, write_keys);
+    }
+% endif
 }
 % if off_t:
 <%

@@ -247,6 +247,19 @@ def test_sort(g, rng, algorithm, radix_bits, dtype, mode, descending):
 
 
 @pytest.mark.parametrize("mode", conftest.SORT_OPS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int64], ids=str)
+def test_chunks_write_combining_lines(g, rng, dtype, mode):
+    """The chunked scatter through write-combining lines (11-bit digits): chunks of 37 keys
+    (lines shared between chunks), half the keys repeating 20 values (whole lines copied out),
+    keys 3 elements into their buffer (lines not aligned to it)."""
+    sorter = g.sorter(algorithm="chunks", radix_bits=11, wg_size=1, items_per_thread=37,
+                      blocks_per_cu=8)
+    keys = float_specials(rng, dtype, 700)
+    keys[:350] = keys[rng.integers(0, 20, 350)]
+    check_sort(g, sorter, keys, mode, pad=3, rng=rng)
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
 @pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
 def test_single_wg_8bit_ranking(g, rng, dtype, mode):
     """os_small (single_wg with 8-bit digits): two 16-wide (emulated) subgroups rank every digit

@@ -341,6 +341,28 @@ def test_rows(queue, rng, shape):
     np.testing.assert_array_equal(bits_of(d.get()), bits_of(x), err_msg="the input changed")
 
 
+def test_long_rows_on_every_core(queue, rng, monkeypatch):
+    """On a CPU, a few rows of WHOLE_SORT_ROW_LEN keys or more are each sorted by the whole-array
+    sort (every core), not one work-item a row; the results are the same (sort, argsort, both
+    directions, a row of one repeated key). The row length is lowered so that the test stays
+    small."""
+    from clradix.dispatch import segments
+    monkeypatch.setattr(segments, "WHOLE_SORT_ROW_LEN", 1000)
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("the whole-array route is taken on CPUs")
+    shape = (3, 3001)
+    x = float_specials(rng, np.float32, 3 * 3001).reshape(shape)
+    x[1] = x[1, 0]
+    d = cl_array.to_device(queue, x)
+    order = ref_argsort_rows(x)
+    np.testing.assert_array_equal(bits_of(clradix.sort(d).get()),
+                                  bits_of(np.take_along_axis(x, order, -1)))
+    np.testing.assert_array_equal(clradix.argsort(d).get(), order)
+    np.testing.assert_array_equal(clradix.argsort(d, descending=True).get(),
+                                  ref_argsort_rows(x, True))
+    np.testing.assert_array_equal(bits_of(d.get()), bits_of(x), err_msg="the input changed")
+
+
 def ref_argsort_rows(x, descending=False):
     return np.array([ref_argsort(r, descending) for r in x], dtype=np.int64).reshape(x.shape)
 

@@ -282,3 +282,44 @@ def test_chunks_digit_widths(ctx, queue, rng, radix_bits, dtype):
     for op in SORT_OPS:
         check_sort(queue, sorter, keys, op, descending=op == "argsort")
     check_sort(queue, sorter, keys, "pairs", begin_bit=3, end_bit=np.dtype(dtype).itemsize * 8 - 1)
+
+
+@pytest.mark.parametrize("pad", [0, 1, 5, 17])
+@pytest.mark.parametrize("dtype,value_dtype", [(np.uint8, np.uint8), (np.int16, np.uint16),
+                                               (np.float32, np.uint32), (np.uint32, "V16"),
+                                               (np.float64, np.uint64)], ids=str)
+def test_chunks_write_combining_lines(ctx, queue, rng, dtype, value_dtype, pad):
+    """The chunked scatter's write-combining lines (11-bit digits: 64 bytes of keys a digit):
+    keys placed ``pad`` elements into their buffer (lines not aligned to the array), values of
+    every width (1 and 2 bytes copied element by element, wider ones as words), chunks of 37
+    keys (shorter than a line of 1-byte keys: a chunk's first and last lines shared with its
+    neighbours), digits of one key and digits of hundreds (half the keys repeat 50 values: whole
+    lines); the bytes around the keys keep their bits."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", radix_bits=11, items_per_thread=37,
+                            blocks_per_cu=64)
+    for n in (1, 37, 700, 20011):
+        keys = float_specials(rng, dtype, n)
+        keys[: n // 2] = keys[rng.integers(0, min(n, 50), n // 2)]
+        rng.shuffle(keys)
+        values = rng.integers(0, 256, n * np.dtype(value_dtype).itemsize,
+                              np.uint8).view(value_dtype)
+        check_sort(queue, sorter, keys, "pairs", values=values, pad=pad)
+        check_sort(queue, sorter, keys, "keys", pad=pad, descending=True)
+        check_sort(queue, sorter, keys, "argsort", pad=pad)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.float32, np.int64], ids=str)
+def test_chunks_pass_of_one_digit(ctx, queue, rng, dtype):
+    """A chunked pass whose keys all share its digit copies its chunks in place of the scatter:
+    keys below 2^11 (the upper passes), keys that differ only in their upper bits (the lower
+    passes), all keys equal; keys, pairs and argsort at 11-bit digits, many chunks."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", radix_bits=11, items_per_thread=64,
+                            blocks_per_cu=8)
+    n = 64 * 37 + 5
+    bits = np.dtype(dtype).itemsize * 8
+    low = rng.integers(0, 1 << 11, n).astype(dtype)
+    high = (rng.integers(0, 1 << 9, n).astype(np.uint64) << np.uint64(bits - 9)).astype(
+        f"u{bits // 8}").view(dtype)
+    for keys in (low, high, np.full(n, 7, dtype)):
+        for op in SORT_OPS:
+            check_sort(queue, sorter, keys, op)

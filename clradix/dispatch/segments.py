@@ -146,11 +146,35 @@ def sort_rows(sorter, queue, codec, keys, rows, row_len, *, descending=False, ar
     if n == 0:
         return cl.enqueue_marker(queue, wait_for=list(wait) or None)
     argsort = argsort_out is not None
+    if _rows_as_whole_sorts(queue.device, rows, row_len):
+        done = []
+        for r in range(rows):
+            at = keys.offset + r * row_len
+            if argsort:
+                done.append(sorter.enqueue_keys(
+                    queue, codec, row_len, keys.buffer, at, descending, list(wait), allocator,
+                    out=argsort_out.buffer, out_off=argsort_out.offset + r * row_len,
+                    index_bytes=argsort_out.dtype.itemsize))
+            else:
+                done.append(sorter.enqueue_keys(queue, codec, row_len, keys.buffer, at,
+                                                descending, list(wait), allocator))
+        return cl.enqueue_marker(queue, wait_for=done)
     job = SegmentJob(n, 0, codec.bits, bool(descending), argsort, vals[2], rows, row_len)
     out = vals[1] if argsort else (None, 0)
     buffers = (keys.buffer, None, None, out[0], None)
     offsets = (keys.offset, 0, 0, out[1], 0)
     return _run(sorter, queue, codec, job, n, "int", buffers, offsets, list(wait), allocator)
+
+
+# On a CPU, rows of at least this many keys, fewer than two per compute unit, are each sorted by
+# the whole-array sort (its chunks on every core) instead of one work-item a row, which would
+# leave cores idle: one row of 2^24 keys would sort on one core.
+WHOLE_SORT_ROW_LEN = 1 << 16
+
+
+def _rows_as_whole_sorts(device, rows, row_len):
+    return (bool(device.type & cl.device_type.CPU) and row_len >= WHOLE_SORT_ROW_LEN
+            and rows < 2 * device.max_compute_units)
 
 
 def _run(sorter, queue, codec, job, size, off_t, buffers, offsets, wait, allocator):
