@@ -16,6 +16,7 @@ from numbers import Integral
 import numpy as np
 
 from ..core.keys import key_codec
+from .chunk import DeviceChunk
 from .engines import engine as _engine
 
 
@@ -88,6 +89,8 @@ def _select(eng, vals, pos, k, largest, ranked):
 def _chunk(a, eng, k, largest, block_info=None):
     """A chunk's candidates, with global positions (as 2-D rows)."""
     offset = block_info[0]["array-location"][-1][0]
+    if isinstance(a, DeviceChunk):   # selected where it is when the device engine selects
+        a = a.array if eng.name == "clradix" and k < a.shape[-1] else a.get()
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     pos = np.broadcast_to(np.arange(offset, offset + a2.shape[-1], dtype=np.int64), a2.shape)
     return _select(eng, a2, pos, k, largest, ranked=False)
