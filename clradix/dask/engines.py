@@ -26,6 +26,7 @@ from ..core.keys import key_codec
 from ..core.sizes import output_index_dtype
 from . import devices
 from .chunk import DeviceChunk, as_host
+from .memory import aligned_empty
 
 _times: collections.Counter[str] = collections.Counter()
 _times_lock = threading.Lock()
@@ -101,18 +102,16 @@ class DeviceEngine:
         dev, q = _device()
         d = _on_device(dev, q, chunk, writable=True)
         n = d.size
-        with _phase("device"):
-            if not positions:
+        if not positions:
+            with _phase("device"):
                 if n > 1:
                     dev.sorter.sort(q, d).wait()
-                return d, None
-            idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
+            return d, None
+        pos = _positions(dev, q, start, n)
+        with _phase("device"):
             if n > 1:
-                dev.sorter.sort(q, d, values=idx)
-            pos = idx.astype(np.int64)
-            pos += start
-            pos.finish()
-            return d, pos
+                dev.sorter.sort(q, d, values=pos).wait()
+        return d, pos
 
     def search(self, keys, skeys):
         """``(lo, hi)``: for each splitter key, the number of the sorted device ``keys`` that
@@ -173,33 +172,23 @@ class DeviceEngine:
         key_parts = [p[0] if positions else p for p in full]
         key_dtype = key_parts[0].dtype if key_parts else out_dtype
         host = None
-        if positions:
+        if positions:   # the positions ride through the sort as its values
             keys = cl_array.empty(q, (n,), key_dtype)
-            out_pos = cl_array.empty(q, (n,), np.int64)
-            _gather(dev, q, out_pos, [p[1] for p in full])
-            if not keep and len(full) > 1:
-                host, out = dev.copies.result(q, n, np.int64)
-        else:
-            if not keep:
-                host, keys = dev.copies.result(q, n, key_dtype)
+            if keep:
+                result = cl_array.empty(q, (n,), np.int64)
             else:
+                host, result = dev.copies.result(q, n, np.int64)
+            _gather(dev, q, result, [p[1] for p in full])
+        else:
+            if keep:
                 keys = cl_array.empty(q, (n,), key_dtype)
+            else:
+                host, keys = dev.copies.result(q, n, key_dtype)
+            result = keys
         _gather(dev, q, keys, key_parts)
         with _phase("device"):
-            if positions and len(full) > 1:
-                idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
-                dev.sorter.sort(q, keys, values=idx)
-                if host is None:
-                    out = cl_array.empty(q, (n,), np.int64)
-                cl_array.take(out_pos, idx, out=out, queue=q)
-                result = out
-            elif positions:
-                result = out_pos
-            else:
-                if len(full) > 1:
-                    dev.sorter.sort(q, keys)
-                result = keys
-            result.finish()
+            if len(full) > 1:
+                dev.sorter.sort(q, keys, values=result if positions else None).wait()
         if keep:
             return DeviceChunk(result)
         return _to_host(dev, result, host)
@@ -252,6 +241,23 @@ class DeviceEngine:
 
 #: the sample sort's search reads every g-th key of a sorted chunk, g = size / this
 _SEARCH_WINDOW = 4096
+
+
+def _positions(dev, q, start, n):
+    """The global positions ``start .. start + n - 1`` (int64) in a device array (filled on
+    the host where device memory is host memory: pyopencl's generic kernels are slow there)."""
+    with _phase("upload"):
+        if dev.copies.in_place and n:
+            return dev.copies.wrap(q, _aligned_arange(start, n))
+        d = cl_array.arange(q, start, start + n, dtype=np.int64)
+        d.finish()
+        return d
+
+
+def _aligned_arange(start, n):
+    out = aligned_empty(n, np.dtype(np.int64))
+    out[:] = np.arange(start, start + n, dtype=np.int64)
+    return out
 
 
 def _gather(dev, q, dst, parts):

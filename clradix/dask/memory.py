@@ -284,13 +284,18 @@ class HostCopies:
         memory; on a GPU the numpy array is pinned when the pool has room."""
         dtype = np.dtype(dtype)
         if self.in_place and n:
-            host = _aligned_empty(n, dtype)
-            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
-                            hostbuf=host)
-            dev = cl_array.Array(queue, (n,), dtype, data=buf)
-            dev._clradix_host = host
-            return host, dev
+            host = aligned_empty(n, dtype)
+            return host, self.wrap(queue, host)
         return None, cl_array.empty(queue, (n,), dtype)
+
+    def wrap(self, queue: cl.CommandQueue, host: np.ndarray) -> cl_array.Array:
+        """(CPU devices) a device array whose memory is the 1-D numpy array ``host`` (which the
+        caller owns and leaves alone while the device uses it)."""
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                        hostbuf=host)
+        dev = cl_array.Array(queue, host.shape, host.dtype, data=buf)
+        dev._clradix_host = host   # the memory it uses, kept alive with it
+        return dev
 
     def to_host(self, d: cl_array.Array, host: Optional[np.ndarray] = None, wait_for=None
                 ) -> np.ndarray:
@@ -317,7 +322,7 @@ class HostCopies:
         return out
 
 
-def _aligned_empty(n, dtype, align=4096):
+def aligned_empty(n, dtype, align=4096):
     """An uninitialised numpy array whose data starts on an ``align``-byte boundary (PoCL uses
     such host memory in place)."""
     nbytes = n * dtype.itemsize
