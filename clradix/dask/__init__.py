@@ -12,8 +12,9 @@
 
 Modules: ``devices`` (each process's device, context, Sorter, Selector and per-thread queues),
 ``memory`` (host copies: pinned staging and results on a GPU, in place on a CPU device),
-``chunk`` (DeviceChunk, a chunk held in device memory), ``plugin`` (the ``distributed`` worker plugin), ``engines`` (what a task does to a chunk, on the
-device or in numpy), ``topk``, ``sort`` (sample sort), ``dataframe`` (the ``sort_function``).
+``chunk`` (DeviceChunk, a chunk held in device memory), ``plugin`` (the ``distributed`` worker
+plugin), ``engines`` (what a task does to a chunk, on the device or in numpy), ``topk``,
+``sort`` (sample sort), ``dataframe`` (the ``sort_function``).
 """
 
 from .devices import NoDeviceError, WorkerDevice, current, use_device

@@ -20,7 +20,7 @@ What a user does with one (``clradix.dask.sort(x, on_device=True)``, ``clradix.d
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pyopencl.array as cl_array
@@ -36,8 +36,8 @@ class DeviceChunk:
                  host: Optional[np.ndarray] = None) -> None:
         if (array is None) == (host is None):
             raise ValueError("DeviceChunk: give exactly one of array= and host=")
-        self._array = array
-        self._host = host
+        self._array: Any = array
+        self._host: Any = host
 
     # ------------------------------------------------------------------ what it holds
 

@@ -23,7 +23,6 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..core.keys import key_codec
-from ..core.sizes import output_index_dtype
 from . import devices
 from .chunk import DeviceChunk, as_host
 from .memory import aligned_empty

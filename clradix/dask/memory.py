@@ -27,7 +27,7 @@ import concurrent.futures
 import os
 import threading
 import weakref
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pyopencl as cl
@@ -114,7 +114,7 @@ class PinnedPool:
                     self._held -= size
                 return None
         _, _, view = entry
-        lease = _Lease(weakref.ref(self), *entry, dtype, n)
+        lease = _Lease(weakref.ref(self), entry[0], entry[1], entry[2], dtype, n)
         del view
         return np.asarray(lease)
 
@@ -243,11 +243,13 @@ class Staging:
 class HostCopies:
     """How this process moves chunks between numpy and its device (see the module's text)."""
 
-    def __init__(self, context: cl.Context, device: cl.Device) -> None:
+    def __init__(self, context: cl.Context, device: cl.Device,
+                 in_place: Optional[bool] = None) -> None:
         self.context = context
-        self.in_place = is_host_memory(device)
-        self.pinned = None if self.in_place else PinnedPool(context)
-        self.staging = None if self.in_place else Staging(context)
+        #: whether chunks are used in place (a CPU device; None: from the device's type)
+        self.in_place = is_host_memory(device) if in_place is None else bool(in_place)
+        self.pinned: Any = None if self.in_place else PinnedPool(context)
+        self.staging: Any = None if self.in_place else Staging(context)
 
     def to_device(self, queue: cl.CommandQueue, a: np.ndarray, *, writable: bool = True
                   ) -> cl_array.Array:
@@ -259,7 +261,7 @@ class HostCopies:
                 buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR,
                                 hostbuf=a)
                 arr = cl_array.Array(queue, a.shape, a.dtype, data=buf)
-                arr._clradix_host = a   # the memory it reads, kept alive with it
+                setattr(arr, "_clradix_host", a)   # the memory it reads, kept alive with it
                 return arr
             return cl_array.to_device(queue, a)
         out = cl_array.empty(queue, a.shape, a.dtype)
@@ -267,7 +269,7 @@ class HostCopies:
             self.write(out, 0, a)
         return out
 
-    def write(self, dst: cl_array.Array, at: int, a: np.ndarray) -> None:
+    def write(self, dst: Any, at: int, a: np.ndarray) -> None:
         """Copy ``a`` into the device array ``dst`` from element ``at`` (complete on return)."""
         a = np.ascontiguousarray(a)
         if not a.nbytes:
@@ -294,11 +296,10 @@ class HostCopies:
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                         hostbuf=host)
         dev = cl_array.Array(queue, host.shape, host.dtype, data=buf)
-        dev._clradix_host = host   # the memory it uses, kept alive with it
+        setattr(dev, "_clradix_host", host)   # the memory it uses, kept alive with it
         return dev
 
-    def to_host(self, d: cl_array.Array, host: Optional[np.ndarray] = None, wait_for=None
-                ) -> np.ndarray:
+    def to_host(self, d: Any, host: Optional[np.ndarray] = None, wait_for=None) -> np.ndarray:
         """The device array ``d`` as a numpy array (``host``: the array :meth:`result` paired
         with it)."""
         queue = d.queue
