@@ -6,7 +6,7 @@ the bytes it becomes when it is moved or spilled), and a later task on the same 
 same object, with its device array, so the keys never leave the device between the phases of a
 graph. Where Dask moves it (to another worker, to the client, to disk) it is pickled, and a
 DeviceChunk pickles as its host bytes: it arrives as a DeviceChunk whose data is a numpy array,
-uploaded to the receiving process's device when a task there first asks for :attr:`array`.
+uploaded to the receiving process's device when a task there first asks for its ``array``.
 
 What a user does with one (``clradix.dask.sort(x, on_device=True)``, ``clradix.dask.to_device``):
 

@@ -9,7 +9,7 @@ ordinary (pageable) numpy memory its driver stages each copy itself, several tim
   before goes over the link (one queue per copy thread, so the copies of one chunk overlap each
   other and the kernels of the task threads);
 * **downloads** land in numpy arrays whose memory is itself pinned, leased from a pool of mapped
-  buffers (:class:`PinnedPool`): one copy over the link and none on the host. A leased array is
+  buffers (``PinnedPool``): one copy over the link and none on the host. A leased array is
   an ordinary numpy array; when the last reference to it goes, its buffer returns to the pool
   for the next result. Past the pool's limit (``CLRADIX_DASK_PINNED_MB``, default an eighth of
   the machine's memory per process) results are fresh numpy arrays filled through the staging
