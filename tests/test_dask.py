@@ -207,8 +207,10 @@ def test_every_key_dtype(rng, dtype):
 
 
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
-def test_local_schedulers(rng, scheduler):
-    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread)."""
+def test_local_schedulers(rng, monkeypatch, scheduler):
+    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread). The
+    split's cut search reads every 4th key, then windows of 4 (as every g-th of a large chunk)."""
+    monkeypatch.setattr(clradix.dask.engines, "_SEARCH_WINDOW", 4 if scheduler == "threads" else 64)
     x = keys(rng, np.float64, N)
     d = da.from_array(x, chunks=(CHUNKS,))
     with dask.config.set(scheduler=scheduler):
@@ -376,7 +378,8 @@ def test_staged_copies(rng, monkeypatch, dtype):
     over copy threads, results in pinned arrays leased from the pool (and returned to it when
     dropped), fresh arrays past the pool's limit; chunks kept on the device (on_device,
     to_device) and handed back as numpy arrays."""
-    from clradix.dask import devices, memory
+    from clradix.dask import devices, engines, memory
+    monkeypatch.setattr(engines, "_SEARCH_WINDOW", 16)
     monkeypatch.setattr(memory, "SLICE_BYTES", 1024)
     monkeypatch.setattr(memory, "_SPLIT_MIN", 2048)
     dev = devices.use_device(DEVICE_INDEX)

@@ -33,8 +33,10 @@ _times_lock = threading.Lock()
 
 def task_times(reset: bool = False) -> dict:
     """Seconds this process's chunk operations spent per phase (and ``calls``) since the last
-    reset: ``upload`` (host to device), ``device`` (clradix's kernels), ``download``, ``host``
-    (numpy work: the numpy engine, and the device engine's host-side steps)."""
+    reset: ``upload`` (host to device), ``device`` (clradix's kernels), ``search`` (the sample
+    sort's cut search: two small reads, the first also waiting for the split's sort),
+    ``download``, ``host`` (numpy work: the numpy engine, and the device engine's host-side
+    steps)."""
     with _times_lock:
         out = dict(_times)
         if reset:
@@ -97,62 +99,61 @@ class DeviceEngine:
 
     def sort_chunk(self, chunk, start: int, positions: bool):
         """The chunk sorted on the device: ``(keys, global positions (int64) or None)``, both
-        device arrays, complete."""
+        device arrays, sorted by the commands on the keys' queue (``search`` waits for them)."""
         dev, q = _device()
         d = _on_device(dev, q, chunk, writable=True)
         n = d.size
-        if not positions:
-            with _phase("device"):
-                if n > 1:
-                    dev.sorter.sort(q, d).wait()
-            return d, None
-        pos = _positions(dev, q, start, n)
-        with _phase("device"):
+        pos = _positions(dev, q, start, n) if positions else None
+        with _phase("device"):   # (enqueued: search's first read waits for it)
             if n > 1:
-                dev.sorter.sort(q, d, values=pos).wait()
+                dev.sorter.sort(q, d, values=pos)
         return d, pos
 
     def search(self, keys, skeys):
         """``(lo, hi)``: for each splitter key, the number of the sorted device ``keys`` that
         order before it, and before or equal to it (clradix's order: NaN last, -0.0 == +0.0).
-        Two small reads: every g-th key, then the window of g keys around each answer."""
+        Two small reads, each one wait: every g-th key (a gather), then the window of g keys
+        around each answer (contiguous reads). Commands already on the keys' queue (the sort)
+        finish first: the first wait is theirs too."""
         codec = key_codec(keys.dtype)
         m, p = keys.size, len(skeys)
         if p == 0 or m == 0:
+            keys.finish()
             z = np.zeros(p, np.int64)
             return z, z.copy()
         sk = codec.order_key(skeys)
         q = keys.queue
-        with _phase("download"):
+        with _phase("search"):
             if m <= _SEARCH_WINDOW * 4:
                 ok = codec.order_key(keys.get(q))
                 return (np.searchsorted(ok, sk, "left").astype(np.int64),
                         np.searchsorted(ok, sk, "right").astype(np.int64))
             g = -(-m // _SEARCH_WINDOW)
-            at = cl_array.arange(q, 0, m, g, dtype=np.int64)
-            sample = codec.order_key(cl_array.take(keys, at, queue=q).get(q))
+            sample = cl_array.take(keys, _strided(q, m, g), queue=q).get(q)
+            sample = codec.order_key(sample)
             s = sample.size
             bounds = []
             for side in ("left", "right"):
                 j = np.searchsorted(sample, sk, side)
-                lo = np.where(j > 0, (j - 1) * g + 1, 0)
-                hi = np.where(j < s, j * g, m)
-                bounds.append((lo, hi))
-            starts = np.concatenate([b[0] for b in bounds])
-            lens = np.concatenate([b[1] - b[0] for b in bounds])
-            idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) \
-                + np.arange(lens.sum())
-            win = codec.order_key(cl_array.take(keys, cl_array.to_device(q, idx.astype(np.int64)),
-                                                queue=q).get(q))
+                bounds.append((np.where(j > 0, (j - 1) * g + 1, 0), np.where(j < s, j * g, m)))
+            isz = keys.dtype.itemsize
+            wins = []
+            evt = None
+            for lo, hi in bounds:
+                for a, b in zip(lo, hi):
+                    w = np.empty(int(b - a), keys.dtype)
+                    if w.size:
+                        evt = cl.enqueue_copy(q, w, keys.base_data,
+                                             src_offset=keys.offset + int(a) * isz,
+                                             is_blocking=False)
+                    wins.append(w)
+            if evt is not None:
+                evt.wait()
         out = []
-        at = 0
-        for side, (lo, hi) in zip(("left", "right"), bounds):
-            r = np.empty(p, np.int64)
-            for i in range(p):
-                w = hi[i] - lo[i]
-                r[i] = lo[i] + np.searchsorted(win[at:at + w], sk[i], side)
-                at += w
-            out.append(r)
+        for side, (lo, _) in zip(("left", "right"), bounds):
+            part, wins = wins[:p], wins[p:]
+            out.append(np.array([lo[i] + np.searchsorted(codec.order_key(part[i]), sk[i], side)
+                                 for i in range(p)], dtype=np.int64))
         return out[0], out[1]
 
     def piece(self, keys, pos, a: int, b: int):
@@ -251,6 +252,20 @@ def _positions(dev, q, start, n):
         d = cl_array.arange(q, start, start + n, dtype=np.int64)
         d.finish()
         return d
+
+
+_strided_cache: dict = {}
+
+
+def _strided(q, m, g):
+    """The device array 0, g, 2g, ... below m (int64), made once per context and size."""
+    key = (q.context.int_ptr, m, g)
+    a = _strided_cache.get(key)
+    if a is None:
+        if len(_strided_cache) > 64:
+            _strided_cache.clear()
+        a = _strided_cache[key] = cl_array.to_device(q, np.arange(0, m, g, dtype=np.int64))
+    return a.with_queue(q)
 
 
 def _aligned_arange(start, n):
