@@ -16,8 +16,9 @@ the host copies (upload + download of the keys) that a Dask task adds around a c
 
 Per Dask run: the wall time, and where it goes: per phase, the seconds the chunk tasks spent
 (summed over task threads and workers: ``upload`` and ``download`` are the host-device copies,
-``device`` clradix's kernels, ``host`` numpy), and from Dask's task stream the compute seconds
-per task group and the shuffle: the bytes of the sort's pieces that moved between workers and
+``device`` clradix's kernels, ``search`` the sort's cut search, ``host`` numpy), and from Dask's
+task stream the compute seconds per task group, when each group ran (``span_ms``: from the
+first task's start) and the shuffle: the bytes of the sort's pieces that moved between workers and
 the seconds spent moving data. Correctness: sorts are checked on the workers (each output chunk
 sorted, chunks in order, count, sum and sum of squares of the keys' bits (mod 2^64) equal the
 input's; ``--quick``: equal to numpy's bit for bit); argsorts equal the stable order (CuPy's
@@ -98,12 +99,16 @@ def _stream_summary(data):
     crossed workers (each piece's worker vs its partition's merge worker)."""
     compute, transfer = {}, 0.0
     piece_at, merge_at = {}, {}
+    spans = {}
+    t0 = min((ss["start"] for t in data for ss in t.get("startstops", ())), default=0.0)
     for t in data:
         group = _task_group(t["key"])
         for ss in t.get("startstops", ()):
             dt = ss["stop"] - ss["start"]
             if ss["action"] == "compute":
                 compute[group] = compute.get(group, 0.0) + dt
+                a, b = spans.get(group, (ss["start"], ss["stop"]))
+                spans[group] = (min(a, ss["start"]), max(b, ss["stop"]))
             elif ss["action"] == "transfer":
                 transfer += dt
         key = t["key"]
@@ -117,8 +122,11 @@ def _stream_summary(data):
     for (i, j), (w, nb) in piece_at.items():
         if merge_at.get(j, w) != w:
             sent[w] = sent.get(w, 0) + nb
+    # when each task group ran: ms from the first task's start to its first start and last stop
+    span = {g: [round((a - t0) * 1e3, 1), round((b - t0) * 1e3, 1)]
+            for g, (a, b) in sorted(spans.items(), key=lambda kv: kv[1])}
     return dict(compute_s={g: round(v, 3) for g, v in sorted(compute.items())},
-                transfer_s=round(transfer, 3), shuffle_bytes_sent=sent)
+                span_ms=span, transfer_s=round(transfer, 3), shuffle_bytes_sent=sent)
 
 
 def _phases(client, reset=True):
