@@ -74,7 +74,13 @@ def _on_device(dev, q, chunk, writable):
         if isinstance(chunk, DeviceChunk):
             if chunk.on_device or not writable:
                 a = chunk.array
-                return a.copy(queue=q) if writable else a.with_queue(q)
+                if not writable:
+                    return a.with_queue(q)
+                out = dev.copies.empty(q, a.shape, a.dtype)
+                if a.nbytes:
+                    cl.enqueue_copy(q, out.base_data, a.base_data, byte_count=a.nbytes,
+                                    src_offset=a.offset, dst_offset=out.offset)
+                return out
             chunk = chunk.get()
         return dev.copies.to_device(q, chunk, writable=writable)
 
@@ -173,15 +179,15 @@ class DeviceEngine:
         key_dtype = key_parts[0].dtype if key_parts else out_dtype
         host = None
         if positions:   # the positions ride through the sort as its values
-            keys = cl_array.empty(q, (n,), key_dtype)
+            keys = dev.copies.empty(q, (n,), key_dtype)
             if keep:
-                result = cl_array.empty(q, (n,), np.int64)
+                result = dev.copies.empty(q, (n,), np.int64)
             else:
                 host, result = dev.copies.result(q, n, np.int64)
             _gather(dev, q, result, [p[1] for p in full])
         else:
             if keep:
-                keys = cl_array.empty(q, (n,), key_dtype)
+                keys = dev.copies.empty(q, (n,), key_dtype)
             else:
                 host, keys = dev.copies.result(q, n, key_dtype)
             result = keys
@@ -249,7 +255,8 @@ def _positions(dev, q, start, n):
     with _phase("upload"):
         if dev.copies.in_place and n:
             return dev.copies.wrap(q, _aligned_arange(start, n))
-        d = cl_array.arange(q, start, start + n, dtype=np.int64)
+        d = cl_array.arange(q, start, start + n, dtype=np.int64,
+                            allocator=dev.copies.allocator)
         d.finish()
         return d
 

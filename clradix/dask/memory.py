@@ -42,6 +42,30 @@ _SPLIT_MIN = 2 * SLICE_BYTES
 #: of nearly the same size)
 _GRAIN = 2 << 20
 PINNED_ENV = "CLRADIX_DASK_PINNED_MB"
+POOL_ENV = "CLRADIX_DASK_DEVICE_POOL"
+
+
+class DevicePool:
+    """One memory pool for the device arrays of every task thread of a process (chunks, pieces,
+    results). Releasing a device buffer can wait for the whole device on a GPU's driver (as
+    freeing device memory does in CUDA), which stalls every other task thread's copies and
+    kernels; pooled blocks are kept and reused instead. A block goes back to the pool when its
+    array is freed, which the engine does only after the commands using it have completed (each
+    task waits for its own commands), so another thread's queue may reuse it at once.
+    ``CLRADIX_DASK_DEVICE_POOL=0`` allocates and releases each buffer instead."""
+
+    def __init__(self, context: cl.Context) -> None:
+        import pyopencl.tools as cl_tools
+        self._pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(cl.CommandQueue(context)))
+        self._lock = threading.Lock()
+
+    def __call__(self, nbytes: int):
+        with self._lock:
+            return self._pool.allocate(nbytes)
+
+    def free_held(self) -> None:
+        with self._lock:
+            self._pool.free_held()
 
 
 def is_host_memory(device: cl.Device) -> bool:
@@ -250,6 +274,13 @@ class HostCopies:
         self.in_place = is_host_memory(device) if in_place is None else bool(in_place)
         self.pinned: Any = None if self.in_place else PinnedPool(context)
         self.staging: Any = None if self.in_place else Staging(context)
+        #: the device memory of chunks and results (see DevicePool)
+        self.allocator: Any = None if self.in_place or os.environ.get(POOL_ENV) == "0" \
+            else DevicePool(context)
+
+    def empty(self, queue: cl.CommandQueue, shape, dtype) -> cl_array.Array:
+        """An uninitialised device array (from the device pool on a GPU)."""
+        return cl_array.empty(queue, shape, dtype, allocator=self.allocator)
 
     def to_device(self, queue: cl.CommandQueue, a: np.ndarray, *, writable: bool = True
                   ) -> cl_array.Array:
@@ -264,7 +295,7 @@ class HostCopies:
                 setattr(arr, "_clradix_host", a)   # the memory it reads, kept alive with it
                 return arr
             return cl_array.to_device(queue, a)
-        out = cl_array.empty(queue, a.shape, a.dtype)
+        out = self.empty(queue, a.shape, a.dtype)
         if a.nbytes:
             self.write(out, 0, a)
         return out
@@ -288,7 +319,7 @@ class HostCopies:
         if self.in_place and n:
             host = aligned_empty(n, dtype)
             return host, self.wrap(queue, host)
-        return None, cl_array.empty(queue, (n,), dtype)
+        return None, self.empty(queue, (n,), dtype)
 
     def wrap(self, queue: cl.CommandQueue, host: np.ndarray) -> cl_array.Array:
         """(CPU devices) a device array whose memory is the 1-D numpy array ``host`` (which the
