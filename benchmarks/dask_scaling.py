@@ -63,6 +63,9 @@ def add_arguments(ap):
                          "--numpy-max-log2n")
     ap.add_argument("--numpy-max-log2n", type=int, default=26,
                     help="largest size the numpy engine runs at (26)")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="the workers' sys.setswitchinterval, seconds (DevicePlugin's "
+                         "switch_interval; default: Python's 0.005)")
     ap.add_argument("--resident", action="store_true",
                     help="also sort and argsort keys already on the devices (clradix.dask."
                          "to_device, persisted) into results left there (on_device=True)")
@@ -440,7 +443,7 @@ def main(args):
     for workers in (int(w) for w in args.workers.split(",")):
         cluster, client = _cluster(workers, args.threads_per_worker)
         try:
-            client.register_plugin(crd.DevicePlugin(spec))
+            client.register_plugin(crd.DevicePlugin(spec, switch_interval=args.switch_interval))
             got = client.run(lambda: crd.current().describe())
             index = client.run(_device_index)
             out.log(f"{workers} worker(s), {args.threads_per_worker} threads each: "
