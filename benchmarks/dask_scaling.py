@@ -99,7 +99,7 @@ def _task_group(key):
 
 def _stream_summary(data):
     """Compute seconds per task group, transfer seconds, and the bytes of sort pieces that
-    crossed workers (each piece's worker vs its partition's merge worker)."""
+    crossed workers (each piece's worker vs its merge group's worker)."""
     compute, transfer = {}, 0.0
     piece_at, merge_at = {}, {}
     spans = {}
@@ -117,9 +117,9 @@ def _stream_summary(data):
         key = t["key"]
         k = ast.literal_eval(key) if isinstance(key, str) and key.startswith("(") else key
         if isinstance(k, tuple):
-            if group == "clradix-piece":
+            if group == "clradix-piece":   # (piece, chunk, merge group)
                 piece_at[(k[1], k[2])] = (t["worker"], t.get("nbytes", 0))
-            elif group in ("clradix-sort", "clradix-argsort"):
+            elif group == "clradix-merge":
                 merge_at[k[1]] = t["worker"]
     sent = {}
     for (i, j), (w, nb) in piece_at.items():

@@ -4,6 +4,7 @@ Results are compared with numpy (clradix's semantics: ties by position, NaN larg
 -0.0 == +0.0; bit for bit)."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -209,8 +210,12 @@ def test_every_key_dtype(rng, dtype):
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
 def test_local_schedulers(rng, monkeypatch, scheduler):
     """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread). The
-    split's cut search reads every 4th key, then windows of 4 (as every g-th of a large chunk)."""
+    split's cut search reads every 4th key, then windows of 4 (as every g-th of a large chunk);
+    the partitions merge in one group (no piece tasks) or in three."""
     monkeypatch.setattr(clradix.dask.engines, "_SEARCH_WINDOW", 4 if scheduler == "threads" else 64)
+    # merge groups (one per worker of the client): one, or three groups with piece tasks
+    monkeypatch.setattr(sys.modules["clradix.dask.sort"], "_worker_count",
+                        lambda: 3 if scheduler == "threads" else 1)
     x = keys(rng, np.float64, N)
     d = da.from_array(x, chunks=(CHUNKS,))
     with dask.config.set(scheduler=scheduler):

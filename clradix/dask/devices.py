@@ -65,6 +65,15 @@ class WorkerDevice:
             q = self._local.queue = cl.CommandQueue(self.context)
         return q
 
+    @property
+    def copy_queue(self) -> cl.CommandQueue:
+        """The calling thread's second in-order queue, for downloads that overlap the kernels
+        of its first (made on first use)."""
+        q = getattr(self._local, "copy_queue", None)
+        if q is None:
+            q = self._local.copy_queue = cl.CommandQueue(self.context)
+        return q
+
     def to_device(self, a: np.ndarray) -> cl_array.Array:
         """A contiguous copy of the host array ``a`` on the device (on this thread's queue),
         complete when this returns."""

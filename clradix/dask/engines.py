@@ -85,9 +85,9 @@ def _on_device(dev, q, chunk, writable):
         return dev.copies.to_device(q, chunk, writable=writable)
 
 
-def _to_host(dev, d, host=None):
+def _to_host(dev, d, host=None, wait_for=None):
     with _phase("download"):
-        return dev.copies.to_host(d, host)
+        return dev.copies.to_host(d, host, wait_for)
 
 
 def _length(piece):
@@ -168,11 +168,30 @@ class DeviceEngine:
             return DeviceChunk(keys[a:b])
         return DeviceChunk(keys[a:b]), DeviceChunk(pos[a:b])
 
-    def merge(self, pieces, positions: bool, out_dtype, keep: bool):
-        """One output partition: its pieces (in chunk order; DeviceChunks, or numpy arrays
-        after crossing workers) gathered on the device and sorted stably; its keys (or global
-        positions) as a numpy array, or with ``keep`` as a DeviceChunk."""
+    def merge_group(self, partitions, positions: bool, out_dtype, keep: bool):
+        """Output partitions, each given as its pieces (in chunk order; DeviceChunks, or numpy
+        arrays after crossing workers): each gathered on the device and sorted stably, all
+        enqueued first; then each downloaded (a numpy array of its keys, or of its global
+        positions) on a second queue while the later ones sort, or with ``keep`` left there as
+        a DeviceChunk."""
         dev, q = _device()
+        done = [self._merge_enqueue(dev, q, pieces, positions, out_dtype, keep)
+                for pieces in partitions]
+        if keep:
+            with _phase("device"):
+                q.finish()
+            return [DeviceChunk(result) for result, _, _, _ in done]
+        q2 = dev.copy_queue
+        out = []
+        for result, host, evt, _ in done:
+            out.append(_to_host(dev, result.with_queue(q2), host,
+                                None if evt is None else [evt]))
+        return out
+
+    @staticmethod
+    def _merge_enqueue(dev, q, pieces, positions, out_dtype, keep):
+        """One partition gathered and its sort enqueued: ``(result array, its host array or
+        None, the sort's event or None, the sorted keys)``."""
         full = [p for p in pieces if _length(p)]
         n = sum(_length(p) for p in full)
         key_parts = [p[0] if positions else p for p in full]
@@ -192,12 +211,11 @@ class DeviceEngine:
                 host, keys = dev.copies.result(q, n, key_dtype)
             result = keys
         _gather(dev, q, keys, key_parts)
+        evt = None
         with _phase("device"):
             if len(full) > 1:
-                dev.sorter.sort(q, keys, values=result if positions else None).wait()
-        if keep:
-            return DeviceChunk(result)
-        return _to_host(dev, result, host)
+                evt = dev.sorter.sort(q, keys, values=result if positions else None)
+        return result, host, evt, keys   # (keys: held by the caller until the sort is done)
 
     # ------------------------------------------------------------------ per-chunk calls
 
@@ -324,8 +342,11 @@ class NumpyEngine:
     def piece(self, keys, pos, a, b):
         return keys[a:b] if pos is None else (keys[a:b], pos[a:b])
 
-    def merge(self, pieces, positions, out_dtype, keep):
+    def merge_group(self, partitions, positions, out_dtype, keep):
         """(``keep`` is the device engine's; here results are always numpy arrays)"""
+        return [self._merge(pieces, positions, out_dtype) for pieces in partitions]
+
+    def _merge(self, pieces, positions, out_dtype):
         with _phase("host"):
             full = [(as_host(p[0]), as_host(p[1])) if positions else as_host(p)
                     for p in pieces if _length(p)]

@@ -10,15 +10,21 @@ The graph (built lazily; nothing is computed when it is made):
    (with its global positions, int64, for argsort) and cuts it at the splitters (found with two
    small reads of the sorted keys), giving one piece per output partition, left on the device
    (a DeviceChunk: :mod:`clradix.dask.chunk`);
-4. a ``piece`` task per (input chunk, output partition) picks one piece: Dask's scheduler moves
-   each piece once, from the worker that split its chunk to the one merging its partition (as
-   host bytes: a DeviceChunk pickles as its numpy array); a piece merged on its own worker never
-   leaves the device;
-5. a ``merge`` task per output partition gathers its pieces in chunk order into one device
-   buffer and sorts them stably: within a piece equal keys are in position order, and pieces
-   come in chunk order, so a stable sort leaves equal keys in global position order. The
-   partition is downloaded once (into pinned memory on a GPU, straight into the result's numpy
-   array on a CPU device), or with ``on_device`` left there as a DeviceChunk.
+4. the output partitions are merged in groups, one group per worker of the active
+   ``distributed`` client (one group without one, or with one worker): contiguous ranges of
+   partitions. With several groups, a ``piece`` task per (input chunk, group) picks the chunk's
+   pieces of that group, and Dask's scheduler moves them once, from the worker that split the
+   chunk to the one merging the group (as host bytes: a DeviceChunk pickles as its numpy array);
+   with one group the merges take the split lists themselves, so pieces merged on their own
+   worker never leave the device and the graph has no task per (chunk, partition): Dask's cost
+   per task (about a millisecond) would otherwise grow with their product;
+5. a ``merge`` task per group, for each of its partitions, gathers the partition's pieces in
+   chunk order into one device buffer and sorts them stably: within a piece equal keys are in
+   position order, and pieces come in chunk order, so a stable sort leaves equal keys in global
+   position order. Each partition is downloaded once (into pinned memory on a GPU, on a second
+   queue while the next partition sorts; on a CPU device straight into the result's numpy
+   array), or with ``on_device`` left there as a DeviceChunk; an output task per partition
+   picks it from its group's list.
 
 Splitters are (key, position) pairs, so ties are cut by position: heavy duplicates and all-equal
 keys spread over the partitions like any keys. A chunk cuts its run of keys equal to a splitter's
@@ -109,9 +115,12 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
     sample_pos = np.clip(sample_pos, 0, n - 1)
 
     keep = bool(on_device) and eng.name == "clradix"
-    token = tokenize(x, parts, oversample, seed, eng.name, positions, keep)
+    groups = min(_worker_count(), parts)
+    bounds = [g * parts // groups for g in range(groups + 1)]
+    token = tokenize(x, parts, oversample, seed, eng.name, positions, keep, groups)
     smp, spl = f"clradix-sample-{token}", f"clradix-splitters-{token}"
     cut, piece = f"clradix-split-{token}", f"clradix-piece-{token}"
+    mrg = f"clradix-merge-{token}"
     name = f"clradix-{'argsort' if positions else 'sort'}-{token}"
     dsk = {}
     sample_keys = []
@@ -123,11 +132,17 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
     dsk[(spl, 0)] = (_splitters, sample_keys, sample_pos, parts)
     for i in range(len(chunks)):
         dsk[(cut, i)] = (_split, eng, (x.name, i), (spl, 0), int(starts[i]), parts, positions)
-        for j in range(parts):
-            dsk[(piece, i, j)] = (operator.getitem, (cut, i), j)
-    for j in range(parts):
-        dsk[(name, j)] = (_merge, eng, [(piece, i, j) for i in range(len(chunks))], positions,
-                          out_dtype, keep)
+        if groups > 1:
+            for g in range(groups):
+                dsk[(piece, i, g)] = (operator.getitem, (cut, i), slice(bounds[g], bounds[g + 1]))
+    for g in range(groups):
+        if groups > 1:
+            deps, a, b = [(piece, i, g) for i in range(len(chunks))], 0, bounds[g + 1] - bounds[g]
+        else:
+            deps, a, b = [(cut, i) for i in range(len(chunks))], 0, parts
+        dsk[(mrg, g)] = (_merge, eng, deps, a, b, positions, out_dtype, keep)
+        for j in range(bounds[g], bounds[g + 1]):
+            dsk[(name, j)] = (operator.getitem, (mrg, g), j - bounds[g])
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, chunks=((np.nan,) * parts,), dtype=out_dtype,
                     meta=np.empty((0,), dtype=out_dtype))
@@ -165,6 +180,21 @@ def _split(eng, chunk, splitters, start, parts, positions):
     return [eng.piece(keys, pos, int(a), int(b)) for a, b in zip(cut[:-1], cut[1:])]
 
 
-def _merge(eng, pieces, positions, out_dtype, keep=False):
-    """One output partition: its pieces (in chunk order) merged by a stable sort."""
-    return eng.merge(pieces, positions, out_dtype, keep)
+def _merge(eng, split_pieces, a, b, positions, out_dtype, keep=False):
+    """Output partitions ``a .. b - 1`` of a group, each its pieces (one from every chunk's
+    list in ``split_pieces``, in chunk order) merged by a stable sort: their list."""
+    return eng.merge_group([[p[j] for p in split_pieces] for j in range(a, b)], positions,
+                           out_dtype, keep)
+
+
+def _worker_count() -> int:
+    """The workers of the active distributed client (1 without one)."""
+    try:
+        from distributed import default_client
+        client = default_client()
+    except (ImportError, ValueError):
+        return 1
+    try:
+        return max(1, len(client.scheduler_info()["workers"]))
+    except Exception:   # a client without a live scheduler: one group is always correct
+        return 1
