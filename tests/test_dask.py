@@ -440,3 +440,23 @@ def test_on_device_chunks(client, rng):
         bits_of(np.frombuffer(b"".join(b for _, _, b in got), np.float32)), bits_of(x[want]))
     np.testing.assert_array_equal(a.compute(), want)
     np.testing.assert_array_equal(bits_of(s.compute()), bits_of(x[want]))
+
+
+def test_pinned_pool_reuse():
+    """Pinned result arrays: a dropped array's buffer serves a later one of about its size
+    (not one under half of it); past the limit, None (the caller falls back to numpy)."""
+    from clradix.dask import devices, memory
+    dev = devices.use_device(DEVICE_INDEX)
+    pool = memory.PinnedPool(dev.context, limit=8 << 20)
+    a = pool.empty(300_000, np.float32)
+    a[:] = 1
+    held = pool.held_bytes()
+    assert held >= a.nbytes and isinstance(a, np.ndarray) and a.shape == (300_000,)
+    del a
+    b = pool.empty(310_000, np.float32)
+    assert pool.held_bytes() == held
+    b[:] = 2
+    c = pool.empty(100_000, np.int64)   # the free list is empty: a new buffer
+    assert pool.held_bytes() > held
+    assert pool.empty(4_000_000, np.float32) is None
+    assert b.sum() == 620_000 and c.size == 100_000

@@ -38,8 +38,8 @@ import pyopencl.array as cl_array
 SLICE_BYTES = 16 << 20
 #: slices smaller than this are copied by the calling thread alone
 _SPLIT_MIN = 2 * SLICE_BYTES
-#: pinned leases are rounded up to a multiple of this (so that pooled buffers fit later results
-#: of nearly the same size)
+#: pinned buffers are a sixteenth larger than their first lease, rounded up to a multiple of
+#: this; a free one serves any later lease of half its size or more (any lease, at this size)
 _GRAIN = 2 << 20
 PINNED_ENV = "CLRADIX_DASK_PINNED_MB"
 POOL_ENV = "CLRADIX_DASK_DEVICE_POOL"
@@ -118,11 +118,13 @@ class PinnedPool:
         limit."""
         dtype = np.dtype(dtype)
         nbytes = max(n * dtype.itemsize, 1)
-        size = -(-nbytes // _GRAIN) * _GRAIN
+        # room for a later result a little larger (partitions vary from call to call)
+        size = -(-(nbytes + nbytes // 16) // _GRAIN) * _GRAIN
         with self._lock:
-            free = self._free.get(size)
-            if free:
-                entry = free.pop()
+            top = max(2 * nbytes, _GRAIN)
+            fits = [s for s in self._free if nbytes <= s <= top and self._free[s]]
+            if fits:
+                entry = self._free[min(fits)].pop()
             else:
                 if self._held + size > self.limit:
                     self._trim(size)
