@@ -16,8 +16,9 @@ the host copies (upload + download of the keys) that a Dask task adds around a c
 
 Per Dask run: the wall time, and where it goes: per phase, the seconds the chunk tasks spent
 (summed over task threads and workers: ``upload`` and ``download`` are the host-device copies,
-``device`` clradix's kernels, ``host`` numpy), and from Dask's task stream the compute seconds
-per task group and the shuffle: the bytes of the sort's pieces that moved between workers and
+``device`` clradix's kernels, ``search`` the sort's cut search, ``host`` numpy), and from Dask's
+task stream the compute seconds per task group, when each group ran (``span_ms``: from the
+first task's start) and the shuffle: the bytes of the sort's pieces that moved between workers and
 the seconds spent moving data. Correctness: sorts are checked on the workers (each output chunk
 sorted, chunks in order, count, sum and sum of squares of the keys' bits (mod 2^64) equal the
 input's; ``--quick``: equal to numpy's bit for bit); argsorts equal the stable order (CuPy's
@@ -62,6 +63,12 @@ def add_arguments(ap):
                          "--numpy-max-log2n")
     ap.add_argument("--numpy-max-log2n", type=int, default=26,
                     help="largest size the numpy engine runs at (26)")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="the workers' sys.setswitchinterval, seconds (DevicePlugin's "
+                         "switch_interval; default: Python's 0.005)")
+    ap.add_argument("--resident", action="store_true",
+                    help="also sort and argsort keys already on the devices (clradix.dask."
+                         "to_device, persisted) into results left there (on_device=True)")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the one plain call on one device (clradix, and CuPy / torch where "
                          "importable) on the same keys")
@@ -92,30 +99,38 @@ def _task_group(key):
 
 def _stream_summary(data):
     """Compute seconds per task group, transfer seconds, and the bytes of sort pieces that
-    crossed workers (each piece's worker vs its partition's merge worker)."""
+    crossed workers (each piece's worker vs its merge group's worker)."""
     compute, transfer = {}, 0.0
     piece_at, merge_at = {}, {}
+    spans = {}
+    t0 = min((ss["start"] for t in data for ss in t.get("startstops", ())), default=0.0)
     for t in data:
         group = _task_group(t["key"])
         for ss in t.get("startstops", ()):
             dt = ss["stop"] - ss["start"]
             if ss["action"] == "compute":
                 compute[group] = compute.get(group, 0.0) + dt
+                a, b = spans.get(group, (ss["start"], ss["stop"]))
+                spans[group] = (min(a, ss["start"]), max(b, ss["stop"]))
             elif ss["action"] == "transfer":
                 transfer += dt
         key = t["key"]
         k = ast.literal_eval(key) if isinstance(key, str) and key.startswith("(") else key
         if isinstance(k, tuple):
-            if group == "clradix-piece":
+            if group == "clradix-piece":   # (piece, chunk, merge group)
                 piece_at[(k[1], k[2])] = (t["worker"], t.get("nbytes", 0))
-            elif group in ("clradix-sort", "clradix-argsort"):
+            elif group == "clradix-merge":
                 merge_at[k[1]] = t["worker"]
     sent = {}
     for (i, j), (w, nb) in piece_at.items():
         if merge_at.get(j, w) != w:
             sent[w] = sent.get(w, 0) + nb
+    # when each task group ran: ms from the first task's start to its first start and last stop
+    span = {g: [round((a - t0) * 1e3, 1), round((b - t0) * 1e3, 1)]
+            for g, (a, b) in sorted(spans.items(), key=lambda kv: kv[1])}
     return dict(compute_s={g: round(v, 3) for g, v in sorted(compute.items())},
-                transfer_s=round(transfer, 3), shuffle_bytes_sent=sent)
+                span_ms=span, tasks=len(data), transfer_s=round(transfer, 3),
+                shuffle_bytes_sent=sent)
 
 
 def _phases(client, reset=True):
@@ -202,18 +217,27 @@ def _label(case, workers, shared):
 
 
 def run_sort(out, client, where, workers, args, engines, data, op):
-    """``op`` "sort" (the result persisted on the workers) or "argsort" (the positions)."""
+    """``op`` "sort" (the result persisted on the workers) or "argsort" (the positions);
+    with --resident also from and to device memory."""
     import clradix.dask as crd
     from distributed import wait
     x, n, chunk = data["x"], data["n"], data["chunk"]
     fn_dask = crd.sort if op == "sort" else crd.argsort
-    for eng in engines:
+    runs = [(eng, False) for eng in engines]
+    if args.resident and "clradix" in engines:
+        runs.append(("clradix", True))
+    for eng, resident in runs:
         if eng != "clradix" and n > 1 << args.numpy_max_log2n:
             continue
-        case = _label(op, workers, args.share_device)
+        case = _label(op + (" on device" if resident else ""), workers, args.share_device)
         with out.guard(f"{eng} {case}"):
+            src = x
+            if resident:
+                src = crd.to_device(x).persist()
+                wait(src)
+
             def fn():
-                s = fn_dask(x, engine=eng).persist()
+                s = fn_dask(src, engine=eng, on_device=resident).persist()
                 wait(s)
                 return s
             t, phases, stream = _time(client, fn, args.repeat)
@@ -226,10 +250,11 @@ def run_sort(out, client, where, workers, args, engines, data, op):
             else:
                 ok, sizes = _check_sorted(x, t.out)
             t.out = None
+            src = None
             out.record(where if eng == "clradix" else common.host_fields(), f"clradix.dask[{eng}]",
                        case, x.dtype, n, t, ok=ok, workers=workers, shared=args.share_device,
                        threads=args.threads_per_worker, chunk=chunk, phases_s=phases,
-                       partition_sizes=sizes, **stream,
+                       partition_sizes=sizes, resident=resident, **stream,
                        note=f"phases {phases} {stream}")
 
 
@@ -328,6 +353,8 @@ def run_baseline(out, args, data, cases):
                     out.record(p.device_fields(), p.name, f"{case} one device", host.dtype, n, t,
                                ok=ok)
     for case in cases:   # numpy on the host: the default kind (introsort / radix), as called
+        if n > 1 << args.numpy_max_log2n:
+            continue
         with out.guard(f"numpy {case}"):
             if case == "topk":
                 def call():
@@ -342,11 +369,49 @@ def run_baseline(out, args, data, cases):
             out.record(common.host_fields(), "numpy (default kind)", f"{case} one device",
                        host.dtype, n, t, note="wall time; not checked (the reference is numpy's)")
     with out.guard("host copies"):
-        import pyopencl.array as cl_array
-        t = timing.time_host(lambda: cl_array.to_device(q, host).get(q), args.repeat)
-        out.record(where, "host copies", "upload + download of the keys", host.dtype, n, t,
-                   note="pageable host memory, one queue")
+        _bus(out, where, dev, host, args.repeat)
     clr.selector.free_memory()
+
+
+def _bus(out, where, dev, host, repeat):
+    """The host <-> device copies of the keys, each way: from pageable numpy memory, from a
+    mapped CL_MEM_ALLOC_HOST_PTR (pinned) buffer, and clradix.dask's own path (a worker's
+    HostCopies: staged uploads, results in pinned pool arrays; on a CPU device, in place).
+    Each row's note gives GB/s; the bus limit of a host-to-host sort is one pinned upload plus
+    one pinned download of the keys."""
+    import pyopencl as cl
+    from clradix.dask.memory import HostCopies
+    ctx = cl.Context([dev])
+    q = cl.CommandQueue(ctx)
+    nb = host.nbytes
+    d = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nb)
+    back = np.empty_like(host)
+    back[:] = 0
+    pin = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nb)
+    pv, _ = cl.enqueue_map_buffer(q, pin, cl.map_flags.READ | cl.map_flags.WRITE, 0, host.shape,
+                                  host.dtype)
+    pv[:] = host
+    copies = HostCopies(ctx, dev)
+    import pyopencl.array as cl_array
+    dd = cl_array.Array(q, host.shape, host.dtype, data=d)
+    cases = [("pageable up", lambda: cl.enqueue_copy(q, d, host, is_blocking=True)),
+             ("pageable down", lambda: cl.enqueue_copy(q, back, d, is_blocking=True)),
+             ("pinned up", lambda: cl.enqueue_copy(q, d, pv, is_blocking=True)),
+             ("pinned down", lambda: cl.enqueue_copy(q, pv, d, is_blocking=True)),
+             ("clradix.dask up", lambda: copies.write(dd, 0, host)),
+             ("clradix.dask down", lambda: copies.to_host(dd)),
+             ("fresh numpy pages", lambda: np.copyto(np.empty_like(host), host))]
+    rates = {}
+    for name, fn in cases:
+        t = timing.time_host(fn, max(repeat, 2))
+        t.out = None
+        rates[name] = nb / (t.median_wall_ms * 1e6)
+        out.record(common.host_fields() if name.startswith("fresh") else where, "host copies",
+                   name, host.dtype, host.size, t, gbps=round(rates[name], 2),
+                   note=f"{rates[name]:.1f} GB/s")
+    limit_ms = nb / rates["pinned up"] / 1e6 + nb / rates["pinned down"] / 1e6
+    out.log(f"bus limit of a host-to-host sort of these keys: {limit_ms:.1f} ms (one pinned "
+            f"upload and one pinned download; add the device sort)")
 
 
 def _default_device():
@@ -379,7 +444,7 @@ def main(args):
     for workers in (int(w) for w in args.workers.split(",")):
         cluster, client = _cluster(workers, args.threads_per_worker)
         try:
-            client.register_plugin(crd.DevicePlugin(spec))
+            client.register_plugin(crd.DevicePlugin(spec, switch_interval=args.switch_interval))
             got = client.run(lambda: crd.current().describe())
             index = client.run(_device_index)
             out.log(f"{workers} worker(s), {args.threads_per_worker} threads each: "
@@ -402,6 +467,7 @@ def main(args):
             client.close()
             cluster.close()
     _scaling(out)
+    _model(out)
     return out.finish()
 
 
@@ -427,3 +493,55 @@ def _scaling(out):
             if b:
                 out.log(f"scaling {r['impl']} {r['case']} n={r['n']}: {b / r['wall_ms']:.2f}x of "
                         f"1 worker ({b:.0f} -> {r['wall_ms']:.0f} ms)")
+
+
+def _model(out):
+    """The model of N workers with a GPU each, from this run's parts, beside each clradix.dask
+    sort and argsort it timed:
+
+        T(N) = (B_in / U + B_out / D + t_split + t_merge) / N + X(N)
+        X(N) = S(N) / N * (1 / r + 1 / D + 1 / U),   S(N) = (N - 1) / N * B_piece
+
+    B_in, B_out: the bytes of the keys in and of the result out (keys, or int64 positions);
+    U, D: clradix.dask's own upload and download rates ("host copies" rows); t_split,
+    t_merge: one device call on all the keys each (the one-call rows: each key is sorted once
+    in its split and once in its merge); S(N): the bytes of the pieces that cross workers
+    (keys, and int64 positions for argsort), which a DeviceChunk pickles to host bytes
+    (download), Dask sends at r per worker (measured by this run's transfers; none for one
+    worker) and the merge uploads. Keys already on the devices (--resident) drop B_in and
+    B_out. Dask's own cost (scheduling, about a millisecond per task on one host) is not in
+    the model: the difference from the measured time, beside the run's task count."""
+    rate, call = {}, {}
+    for r in out.rows:
+        if r["impl"] == "host copies" and r.get("gbps"):
+            rate[(r["case"], r["n"])] = r["gbps"] * 1e9
+        elif r["impl"] == "clradix (one call)" and r.get("device_ms"):
+            call[(r["case"].split()[0], r["n"])] = r["device_ms"] / 1e3
+    for r in out.rows:
+        if not (r["impl"] == "clradix.dask[clradix]" and r.get("wall_ms")):
+            continue
+        op = r["case"].split()[0]
+        if op not in ("sort", "argsort"):
+            continue
+        n, w = r["n"], np.dtype(r["dtype"]).itemsize
+        up, down = rate.get(("clradix.dask up", n)), rate.get(("clradix.dask down", n))
+        dev = call.get((op, n))
+        if not (up and down and dev):
+            continue
+        workers = r.get("workers") or 1
+        if r.get("shared") and workers > 1:
+            continue
+        out_w = 8 if op == "argsort" else w
+        piece_w = w + (8 if op == "argsort" else 0)
+        copies = 0.0 if r.get("resident") else n * w / up + n * out_w / down
+        sent = sum((r.get("shuffle_bytes_sent") or {}).values())
+        recv = sent / r["transfer_s"] if r.get("transfer_s") else None
+        cross = (workers - 1) / workers * n * piece_w
+        exch = 0.0
+        if workers > 1 and recv:
+            exch = cross / workers * (1 / (recv / workers) + 1 / down + 1 / up)
+        pred = (copies + 2 * dev) / workers + exch
+        out.log(f"model {r['case']} n={r['n']}: {pred * 1e3:.0f} ms predicted (copies "
+                f"{copies / workers * 1e3:.0f}, device {2 * dev / workers * 1e3:.0f}, exchange "
+                f"{exch * 1e3:.0f}{f' at {recv / 1e9:.2f} GB/s' if recv else ''}), "
+                f"{r['wall_ms']:.0f} ms measured; the rest is Dask's ({r.get('tasks')} tasks)")

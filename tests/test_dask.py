@@ -4,6 +4,7 @@ Results are compared with numpy (clradix's semantics: ties by position, NaN larg
 -0.0 == +0.0; bit for bit)."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -207,8 +208,14 @@ def test_every_key_dtype(rng, dtype):
 
 
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
-def test_local_schedulers(rng, scheduler):
-    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread)."""
+def test_local_schedulers(rng, monkeypatch, scheduler):
+    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread). The
+    split's cut search reads every 4th key, then windows of 4 (as every g-th of a large chunk);
+    the partitions merge in one group (no piece tasks) or in three."""
+    monkeypatch.setattr(clradix.dask.engines, "_SEARCH_WINDOW", 4 if scheduler == "threads" else 64)
+    # merge groups (one per worker of the client): one, or three groups with piece tasks
+    monkeypatch.setattr(sys.modules["clradix.dask.sort"], "_worker_count",
+                        lambda: 3 if scheduler == "threads" else 1)
     x = keys(rng, np.float64, N)
     d = da.from_array(x, chunks=(CHUNKS,))
     with dask.config.set(scheduler=scheduler):
@@ -368,3 +375,88 @@ def test_benchmark_command(tmp_path):
     # every timed Dask run did the work (a result still held would make the next run free)
     assert all(r["phases_s"].get("calls", 0) > 0 for r in rows
                if r["impl"] == "clradix.dask[clradix]")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint64], ids=str)
+def test_staged_copies(rng, monkeypatch, dtype):
+    """A GPU's copy paths, run on the test device: uploads through pinned staging slices split
+    over copy threads, results in pinned arrays leased from the pool (and returned to it when
+    dropped), fresh arrays past the pool's limit; chunks kept on the device (on_device,
+    to_device) and handed back as numpy arrays."""
+    from clradix.dask import devices, engines, memory
+    monkeypatch.setattr(engines, "_SEARCH_WINDOW", 16)
+    monkeypatch.setattr(memory, "SLICE_BYTES", 1024)
+    monkeypatch.setattr(memory, "_SPLIT_MIN", 2048)
+    dev = devices.use_device(DEVICE_INDEX)
+    monkeypatch.setattr(dev, "copies", memory.HostCopies(dev.context, dev.device, in_place=False))
+    dev.copies.staging.threads = 3
+    x = keys(rng, dtype, 5 * N)
+    d = da.from_array(x, chunks=(CHUNKS[:3] + (5 * N - sum(CHUNKS[:3]) - 999, 999),))
+    want = ref_argsort(x)
+    with dask.config.set(scheduler="threads"):
+        s, a, v, i = dask.compute(crd.sort(d), crd.argsort(d, partitions=3), crd.topk(d, -9),
+                                  crd.argtopk(d, 9))
+        np.testing.assert_array_equal(bits_of(s), bits_of(x[want]))
+        np.testing.assert_array_equal(a, want)
+        np.testing.assert_array_equal(bits_of(v), bits_of(ref_topk(x, 9, largest=False)[0][0]))
+        np.testing.assert_array_equal(i, ref_topk(x, 9)[1][0])
+        held = dev.copies.pinned.held_bytes()
+        assert held > 0
+        del s, a
+        # the leased results went back to the pool: the same sort reuses them
+        s = crd.sort(d).compute()
+        assert dev.copies.pinned.held_bytes() == held
+        np.testing.assert_array_equal(bits_of(s), bits_of(x[want]))
+        # past the pool's limit: fresh arrays, filled through the staging slices
+        dev.copies.pinned.limit = 0
+        dev.copies.pinned._trim(1 << 62)
+        parts = dask.compute(*crd.argsort(d).to_delayed())
+        np.testing.assert_array_equal(np.concatenate(parts), want)
+        # device-resident input and output
+        xd = crd.to_device(d).persist()
+        blocks = dask.compute(*crd.sort(xd, on_device=True).to_delayed())
+    assert all(isinstance(b, crd.DeviceChunk) and b.on_device for b in blocks)
+    np.testing.assert_array_equal(bits_of(np.concatenate([b.get() for b in blocks])),
+                                  bits_of(x[want]))
+    assert blocks[0].array.context == dev.context
+
+
+def test_on_device_chunks(client, rng):
+    """Results kept on the workers' devices: each chunk a DeviceChunk on its worker (a task
+    there gets its pyopencl Array), numpy bytes once gathered; a device-resident input gives
+    the same sort."""
+    x = keys(rng, np.float32, N)
+    want = ref_argsort(x)
+    xd = crd.to_device(da.from_array(x, chunks=(CHUNKS,))).persist()
+    s = crd.sort(xd, on_device=True, partitions=3).persist()
+    a = crd.argsort(xd, on_device=True)
+
+    def look(c):
+        return (type(c).__name__, c.on_device, c.array.get(c.queue).tobytes())
+    futures = sorted(distributed.futures_of(s), key=lambda f: f.key[1])
+    got = client.gather([client.submit(look, f) for f in futures])
+    assert all(kind == "DeviceChunk" and on for kind, on, _ in got)
+    np.testing.assert_array_equal(
+        bits_of(np.frombuffer(b"".join(b for _, _, b in got), np.float32)), bits_of(x[want]))
+    np.testing.assert_array_equal(a.compute(), want)
+    np.testing.assert_array_equal(bits_of(s.compute()), bits_of(x[want]))
+
+
+def test_pinned_pool_reuse():
+    """Pinned result arrays: a dropped array's buffer serves a later one of about its size
+    (not one under half of it); past the limit, None (the caller falls back to numpy)."""
+    from clradix.dask import devices, memory
+    dev = devices.use_device(DEVICE_INDEX)
+    pool = memory.PinnedPool(dev.context, limit=8 << 20)
+    a = pool.empty(300_000, np.float32)
+    a[:] = 1
+    held = pool.held_bytes()
+    assert held >= a.nbytes and isinstance(a, np.ndarray) and a.shape == (300_000,)
+    del a
+    b = pool.empty(310_000, np.float32)
+    assert pool.held_bytes() == held
+    b[:] = 2
+    c = pool.empty(100_000, np.int64)   # the free list is empty: a new buffer
+    assert pool.held_bytes() > held
+    assert pool.empty(4_000_000, np.float32) is None
+    assert b.sum() == 620_000 and c.size == 100_000

@@ -5,22 +5,27 @@
     pos = crd.argtopk(x, -10)                # the 10 smallest
     s = crd.sort(x)                          # global sort of a 1-D dask array (sample sort)
     order = crd.argsort(x)                   # its global positions, int64
+    s = crd.sort(x, on_device=True)          # chunks left on the devices (DeviceChunk)
+    xd = crd.to_device(x).persist()          # chunks uploaded once, kept on the devices
     ddf.sort_values("a", sort_function=crd.sort_function)
     client.register_plugin(crd.DevicePlugin("NVIDIA"))   # one GPU per worker of a machine
 
 Modules: ``devices`` (each process's device, context, Sorter, Selector and per-thread queues),
-``plugin`` (the ``distributed`` worker plugin), ``engines`` (what a task does to a chunk, on the
-device or in numpy), ``topk``, ``sort`` (sample sort), ``dataframe`` (the ``sort_function``).
+``memory`` (host copies: pinned staging and results on a GPU, in place on a CPU device),
+``chunk`` (DeviceChunk, a chunk held in device memory), ``plugin`` (the ``distributed`` worker
+plugin), ``engines`` (what a task does to a chunk, on the device or in numpy), ``topk``,
+``sort`` (sample sort), ``dataframe`` (the ``sort_function``).
 """
 
 from .devices import NoDeviceError, WorkerDevice, current, use_device
+from .chunk import DeviceChunk
 from .engines import task_times
 from .topk import argtopk, topk
-from .sort import argsort, sort
+from .sort import argsort, sort, to_device
 from .dataframe import sort_function
 
 __all__ = ["topk", "argtopk", "sort", "argsort", "sort_function", "DevicePlugin", "use_device",
-           "current", "WorkerDevice", "NoDeviceError", "task_times"]
+           "current", "WorkerDevice", "NoDeviceError", "task_times", "DeviceChunk", "to_device"]
 
 
 def __getattr__(name):

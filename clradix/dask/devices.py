@@ -35,6 +35,7 @@ import pyopencl.array as cl_array
 from ..core.device import all_devices, can_build, default_device
 from ..dispatch.selector import Selector
 from ..dispatch.sorter import Sorter
+from .memory import HostCopies
 
 ENV = "CLRADIX_DEVICE"
 
@@ -51,6 +52,9 @@ class WorkerDevice:
         self.context = cl.Context([device])
         self.sorter = Sorter(self.context)
         self.selector = Selector(self.context, sorter=self.sorter)
+        #: host <-> device copies: pinned staging and results on a GPU, memory used in place on
+        #: a CPU device (clradix.dask.memory)
+        self.copies = HostCopies(self.context, device)
         self._local = threading.local()
 
     @property
@@ -61,9 +65,19 @@ class WorkerDevice:
             q = self._local.queue = cl.CommandQueue(self.context)
         return q
 
+    @property
+    def copy_queue(self) -> cl.CommandQueue:
+        """The calling thread's second in-order queue, for downloads that overlap the kernels
+        of its first (made on first use)."""
+        q = getattr(self._local, "copy_queue", None)
+        if q is None:
+            q = self._local.copy_queue = cl.CommandQueue(self.context)
+        return q
+
     def to_device(self, a: np.ndarray) -> cl_array.Array:
-        """A contiguous copy of the host array ``a`` on the device (on this thread's queue)."""
-        return cl_array.to_device(self.queue, np.ascontiguousarray(a))
+        """A contiguous copy of the host array ``a`` on the device (on this thread's queue),
+        complete when this returns."""
+        return self.copies.to_device(self.queue, a)
 
     def describe(self) -> str:
         return f"{self.device.name.strip()} ({self.device.platform.name.strip()})"

@@ -2,10 +2,13 @@
 the default), or in numpy (``"numpy"``: the same Dask graphs with numpy chunk functions, the
 reference the benchmarks compare with). Both give the same results, bit for bit.
 
-Every operation takes and returns host (numpy) arrays: the device engine copies the chunk to the
-device, runs one clradix call and copies the result back inside the task. Each engine adds the
-seconds it spends per phase (``upload``, ``device``, ``download``, ``host``) to this process's
-:func:`task_times`.
+Chunks come as numpy arrays or :class:`~clradix.dask.chunk.DeviceChunk`. The device engine keeps
+the sample sort's keys on the device from the split to the merge: a split sorts its chunk and
+leaves the pieces there (DeviceChunks), and a merge on the same worker gathers them with copies
+between device buffers; only pieces that Dask moved to another worker arrive as host bytes.
+Copies to and from the host go through :mod:`clradix.dask.memory` (pinned memory on a GPU,
+none where a CPU device can use the chunk in place). Each engine adds the seconds it spends per
+phase (``upload``, ``device``, ``download``, ``host``) to this process's :func:`task_times`.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import threading
 import time
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..core.keys import key_codec
-from ..core.sizes import output_index_dtype
 from . import devices
+from .chunk import DeviceChunk, as_host
+from .memory import aligned_empty
 
 _times: collections.Counter[str] = collections.Counter()
 _times_lock = threading.Lock()
@@ -28,8 +33,10 @@ _times_lock = threading.Lock()
 
 def task_times(reset: bool = False) -> dict:
     """Seconds this process's chunk operations spent per phase (and ``calls``) since the last
-    reset: ``upload`` (host to device), ``device`` (clradix's kernels), ``download``, ``host``
-    (numpy work: the numpy engine, and the device engine's host-side steps)."""
+    reset: ``upload`` (host to device), ``device`` (clradix's kernels), ``search`` (the sample
+    sort's cut search: two small reads, the first also waiting for the split's sort),
+    ``download``, ``host`` (numpy work: the numpy engine, and the device engine's host-side
+    steps)."""
     with _times_lock:
         out = dict(_times)
         if reset:
@@ -53,86 +60,191 @@ def _count():
         _times["calls"] += 1
 
 
-def _upload(*arrays):
-    """Count a device task and copy ``arrays`` to this process's device: ``(device, its queue,
-    the device arrays...)``."""
+def _device():
+    """Count a device task: this process's device and the calling thread's queue."""
     _count()
     dev = devices.current()
+    return dev, dev.queue
+
+
+def _on_device(dev, q, chunk, writable):
+    """A chunk (numpy, or a DeviceChunk) as a device array of ``dev`` (a copy when
+    ``writable``, since the caller sorts it in place: a task never changes its input)."""
     with _phase("upload"):
-        return (dev, dev.queue) + tuple(dev.to_device(a) for a in arrays)
+        if isinstance(chunk, DeviceChunk):
+            if chunk.on_device or not writable:
+                a = chunk.array
+                if not writable:
+                    return a.with_queue(q)
+                out = dev.copies.empty(q, a.shape, a.dtype)
+                if a.nbytes:
+                    cl.enqueue_copy(q, out.base_data, a.base_data, byte_count=a.nbytes,
+                                    src_offset=a.offset, dst_offset=out.offset)
+                return out
+            chunk = chunk.get()
+        return dev.copies.to_device(q, chunk, writable=writable)
+
+
+def _to_host(dev, d, host=None, wait_for=None):
+    with _phase("download"):
+        return dev.copies.to_host(d, host, wait_for)
+
+
+def _length(piece):
+    return len(piece[0]) if isinstance(piece, tuple) else len(piece)
 
 
 class DeviceEngine:
-    """Chunk operations with clradix on this process's device (:func:`devices.current`)."""
+    """Chunk operations with clradix on this process's device (:func:`devices.current`).
+    Chunks come as numpy arrays or :class:`DeviceChunk`; the sample sort's sorted chunks and
+    pieces stay on the device (DeviceChunk) until a merge writes its partition out."""
 
     name = "clradix"
 
-    def sort(self, keys: np.ndarray) -> np.ndarray:
-        """A stably sorted copy of the 1-D ``keys`` (numpy's order)."""
-        if keys.size <= 1:
-            return keys.copy()
-        dev, q, d = _upload(keys)
-        with _phase("device"):
-            dev.sorter.sort(q, d).wait()
-        with _phase("download"):
-            return d.get(q)
+    # ------------------------------------------------------------------ sample sort
+
+    def sort_chunk(self, chunk, start: int, positions: bool):
+        """The chunk sorted on the device: ``(keys, global positions (int64) or None)``, both
+        device arrays, sorted by the commands on the keys' queue (``search`` waits for them)."""
+        dev, q = _device()
+        d = _on_device(dev, q, chunk, writable=True)
+        n = d.size
+        pos = _positions(dev, q, start, n) if positions else None
+        with _phase("device"):   # (enqueued: search's first read waits for it)
+            if n > 1:
+                dev.sorter.sort(q, d, values=pos)
+        return d, pos
+
+    def search(self, keys, skeys):
+        """``(lo, hi)``: for each splitter key, the number of the sorted device ``keys`` that
+        order before it, and before or equal to it (clradix's order: NaN last, -0.0 == +0.0).
+        Two small reads, each one wait: every g-th key (a gather), then the window of g keys
+        around each answer (contiguous reads). Commands already on the keys' queue (the sort)
+        finish first: the first wait is theirs too."""
+        codec = key_codec(keys.dtype)
+        m, p = keys.size, len(skeys)
+        if p == 0 or m == 0:
+            keys.finish()
+            z = np.zeros(p, np.int64)
+            return z, z.copy()
+        sk = codec.order_key(skeys)
+        q = keys.queue
+        with _phase("search"):
+            if m <= _SEARCH_WINDOW * 4:
+                ok = codec.order_key(keys.get(q))
+                return (np.searchsorted(ok, sk, "left").astype(np.int64),
+                        np.searchsorted(ok, sk, "right").astype(np.int64))
+            g = -(-m // _SEARCH_WINDOW)
+            sample = cl_array.take(keys, _strided(q, m, g), queue=q).get(q)
+            sample = codec.order_key(sample)
+            s = sample.size
+            bounds = []
+            for side in ("left", "right"):
+                j = np.searchsorted(sample, sk, side)
+                bounds.append((np.where(j > 0, (j - 1) * g + 1, 0), np.where(j < s, j * g, m)))
+            isz = keys.dtype.itemsize
+            wins = []
+            evt = None
+            for lo, hi in bounds:
+                for a, b in zip(lo, hi):
+                    w = np.empty(int(b - a), keys.dtype)
+                    if w.size:
+                        evt = cl.enqueue_copy(q, w, keys.base_data,
+                                             src_offset=keys.offset + int(a) * isz,
+                                             is_blocking=False)
+                    wins.append(w)
+            if evt is not None:
+                evt.wait()
+        out = []
+        for side, (lo, _) in zip(("left", "right"), bounds):
+            part, wins = wins[:p], wins[p:]
+            out.append(np.array([lo[i] + np.searchsorted(codec.order_key(part[i]), sk[i], side)
+                                 for i in range(p)], dtype=np.int64))
+        return out[0], out[1]
+
+    def piece(self, keys, pos, a: int, b: int):
+        """Elements ``[a, b)`` of a sorted chunk, left on the device."""
+        if pos is None:
+            return DeviceChunk(keys[a:b])
+        return DeviceChunk(keys[a:b]), DeviceChunk(pos[a:b])
+
+    def merge_group(self, partitions, positions: bool, out_dtype, keep: bool):
+        """Output partitions, each given as its pieces (in chunk order; DeviceChunks, or numpy
+        arrays after crossing workers): each gathered on the device and sorted stably, all
+        enqueued first; then each downloaded (a numpy array of its keys, or of its global
+        positions) on a second queue while the later ones sort, or with ``keep`` left there as
+        a DeviceChunk."""
+        dev, q = _device()
+        done = [self._merge_enqueue(dev, q, pieces, positions, out_dtype, keep)
+                for pieces in partitions]
+        if keep:
+            with _phase("device"):
+                q.finish()
+            return [DeviceChunk(result) for result, _, _, _ in done]
+        q2 = dev.copy_queue
+        out = []
+        for result, host, evt, _ in done:
+            out.append(_to_host(dev, result.with_queue(q2), host,
+                                None if evt is None else [evt]))
+        return out
 
     @staticmethod
-    def _key_index_sort(keys, *extra):
-        """Upload ``keys`` (and ``extra`` arrays), sort the keys carrying their positions on the
-        device: ``(queue, sorted keys, positions, extra device arrays)``, all still there."""
-        n = keys.size
-        dev, q, d, *more = _upload(keys, *extra)
-        with _phase("upload"):
-            idx = cl_array.arange(q, 0, n, dtype=output_index_dtype(n))
+    def _merge_enqueue(dev, q, pieces, positions, out_dtype, keep):
+        """One partition gathered and its sort enqueued: ``(result array, its host array or
+        None, the sort's event or None, the sorted keys)``."""
+        full = [p for p in pieces if _length(p)]
+        n = sum(_length(p) for p in full)
+        key_parts = [p[0] if positions else p for p in full]
+        key_dtype = key_parts[0].dtype if key_parts else out_dtype
+        host = None
+        if positions:   # the positions ride through the sort as its values
+            keys = dev.copies.empty(q, (n,), key_dtype)
+            if keep:
+                result = dev.copies.empty(q, (n,), np.int64)
+            else:
+                host, result = dev.copies.result(q, n, np.int64)
+            _gather(dev, q, result, [p[1] for p in full])
+        else:
+            if keep:
+                keys = dev.copies.empty(q, (n,), key_dtype)
+            else:
+                host, keys = dev.copies.result(q, n, key_dtype)
+            result = keys
+        _gather(dev, q, keys, key_parts)
+        evt = None
         with _phase("device"):
-            dev.sorter.sort(q, d, values=idx).wait()
-        return q, d, idx, more
+            if len(full) > 1:
+                evt = dev.sorter.sort(q, keys, values=result if positions else None)
+        return result, host, evt, keys   # (keys: held by the caller until the sort is done)
 
-    def sort_pairs(self, keys: np.ndarray, values: np.ndarray):
-        """``(keys, values)`` stably sorted by key. The sort carries the keys' positions (the
-        sort's key-index variant, which ``sort_index`` builds too) and the values follow them
-        in a gather on the device."""
-        if keys.size <= 1:
-            return keys.copy(), values.copy()
-        q, d, idx, (v,) = self._key_index_sort(keys, values)
-        with _phase("device"):
-            v = cl_array.take(v, idx, queue=q)
-            v.finish()
-        with _phase("download"):
-            return d.get(q), v.get(q)
-
-    def sort_index(self, keys: np.ndarray):
-        """``(sorted keys, the positions they came from)`` (int64), stably."""
-        if keys.size <= 1:
-            return keys.copy(), np.arange(keys.size, dtype=np.int64)
-        q, d, idx, _ = self._key_index_sort(keys)
-        with _phase("download"):
-            out_k, out_i = d.get(q), idx.get(q)
-        with _phase("host"):
-            return out_k, out_i.astype(np.int64)
+    # ------------------------------------------------------------------ per-chunk calls
 
     def argsort(self, keys: np.ndarray, descending: bool = False) -> np.ndarray:
         """Stable argsort of the 1-D ``keys`` (int64; ``descending``: stable too)."""
         n = keys.size
         if n <= 1:
             return np.arange(n, dtype=np.int64)
-        dev, q, d = _upload(keys)
+        dev, q = _device()
+        d = _on_device(dev, q, keys, writable=False)
         with _phase("device"):
-            idx, evt = dev.sorter.argsort(q, d, descending=descending)
+            host, out = dev.copies.result(q, n, np.int64)
+            idx, evt = dev.sorter.argsort(q, d, descending=descending, out=out)
             evt.wait()
-        with _phase("download"):
-            out = idx.get(q)
-        return out.astype(np.int64)
+        return _to_host(dev, idx, host)
 
-    def select(self, a: np.ndarray, k: int, largest: bool, ranked: bool):
+    def select(self, a, k: int, largest: bool, ranked: bool):
         """``(values, positions)`` (int64) of the ``k`` largest (smallest) entries of each row
-        of the 2-D ``a``, ties to the smaller position, NaN largest: ranked (largest first for
-        ``largest``) when ``ranked``, else in increasing position. 0 < k <= row length."""
+        of the 2-D ``a`` (numpy, or a device array), ties to the smaller position, NaN largest:
+        ranked (largest first for ``largest``) when ``ranked``, else in increasing position.
+        0 < k <= row length."""
         rows = a.shape[0]
         if rows == 0:
-            return a[:, :k].copy(), np.zeros((0, k), np.int64)
-        dev, q, d = _upload(a)
+            return np.asarray(a)[:, :k].copy(), np.zeros((0, k), np.int64)
+        dev, q = _device()
+        if isinstance(a, cl_array.Array):
+            d = a.with_queue(q)
+        else:
+            d = _on_device(dev, q, a, writable=False)
         with _phase("device"):
             v, i, evt = dev.selector.topk(q, d, k, largest=largest, sorted=ranked)
             evt.wait()
@@ -144,7 +256,68 @@ class DeviceEngine:
             if values is not None:   # ranked
                 return values.reshape(rows, k), pos
             pos.sort(axis=-1)
+            if isinstance(a, cl_array.Array):
+                flat = (pos + (np.arange(rows, dtype=np.int64) * a.shape[1])[:, None]).ravel()
+                vals = cl_array.take(d.reshape(-1), cl_array.to_device(q, flat), queue=q).get(q)
+                return vals.reshape(rows, k), pos
             return np.take_along_axis(a, pos, -1), pos
+
+
+#: the sample sort's search reads every g-th key of a sorted chunk, g = size / this
+_SEARCH_WINDOW = 4096
+
+
+def _positions(dev, q, start, n):
+    """The global positions ``start .. start + n - 1`` (int64) in a device array (filled on
+    the host where device memory is host memory: pyopencl's generic kernels are slow there)."""
+    with _phase("upload"):
+        if dev.copies.in_place and n:
+            return dev.copies.wrap(q, _aligned_arange(start, n))
+        d = cl_array.arange(q, start, start + n, dtype=np.int64,
+                            allocator=dev.copies.allocator)
+        d.finish()
+        return d
+
+
+_strided_cache: dict = {}
+
+
+def _strided(q, m, g):
+    """The device array 0, g, 2g, ... below m (int64), made once per context and size."""
+    key = (q.context.int_ptr, m, g)
+    a = _strided_cache.get(key)
+    if a is None:
+        if len(_strided_cache) > 64:
+            _strided_cache.clear()
+        a = _strided_cache[key] = cl_array.to_device(q, np.arange(0, m, g, dtype=np.int64))
+    return a.with_queue(q)
+
+
+def _aligned_arange(start, n):
+    out = aligned_empty(n, np.dtype(np.int64))
+    out[:] = np.arange(start, start + n, dtype=np.int64)
+    return out
+
+
+def _gather(dev, q, dst, parts):
+    """Concatenate ``parts`` (device arrays of this context in DeviceChunks, or host arrays)
+    into the device array ``dst``, in order."""
+    at = 0
+    for p in parts:
+        m = len(p)
+        if isinstance(p, DeviceChunk) and p.on_device and p.array.context == dev.context:
+            src = p.array
+            with _phase("device"):
+                if m:
+                    isz = dst.dtype.itemsize
+                    cl.enqueue_copy(q, dst.base_data, src.base_data, byte_count=m * isz,
+                                    src_offset=src.offset, dst_offset=dst.offset + at * isz)
+        else:
+            with _phase("upload"):
+                q.finish()
+                dev.copies.write(dst, at, as_host(p))
+        at += m
+    q.finish()
 
 
 class NumpyEngine:
@@ -152,20 +325,41 @@ class NumpyEngine:
 
     name = "numpy"
 
-    def sort(self, keys):
+    def sort_chunk(self, chunk, start, positions):
+        keys = as_host(chunk)
         with _phase("host"):
+            if positions:
+                o = np.argsort(keys, kind="stable")
+                return keys[o], o.astype(np.int64) + start
             # equal integers are equal bits: only float keys (+-0, NaN payloads) need stability
-            return np.sort(keys, kind="stable" if keys.dtype.kind == "f" else None)
+            return np.sort(keys, kind="stable" if keys.dtype.kind == "f" else None), None
 
-    def sort_pairs(self, keys, values):
+    def search(self, keys, skeys):
         with _phase("host"):
-            o = np.argsort(keys, kind="stable")
-            return keys[o], values[o]
+            return (np.searchsorted(keys, skeys, "left").astype(np.int64),
+                    np.searchsorted(keys, skeys, "right").astype(np.int64))
 
-    def sort_index(self, keys):
+    def piece(self, keys, pos, a, b):
+        return keys[a:b] if pos is None else (keys[a:b], pos[a:b])
+
+    def merge_group(self, partitions, positions, out_dtype, keep):
+        """(``keep`` is the device engine's; here results are always numpy arrays)"""
+        return [self._merge(pieces, positions, out_dtype) for pieces in partitions]
+
+    def _merge(self, pieces, positions, out_dtype):
         with _phase("host"):
-            o = np.argsort(keys, kind="stable")
-            return keys[o], o.astype(np.int64)
+            full = [(as_host(p[0]), as_host(p[1])) if positions else as_host(p)
+                    for p in pieces if _length(p)]
+            if not full:
+                return np.empty(0, out_dtype)
+            if positions:
+                if len(full) == 1:
+                    return full[0][1]
+                keys = np.concatenate([k for k, _ in full])
+                return np.concatenate([p for _, p in full])[np.argsort(keys, kind="stable")]
+            if len(full) == 1:
+                return full[0]
+            return self.sort_chunk(np.concatenate(full), 0, False)[0]
 
     def argsort(self, keys, descending=False):
         with _phase("host"):

@@ -32,8 +32,14 @@ class DevicePlugin(WorkerPlugin):
 
     name = "clradix-device"
 
-    def __init__(self, match: Optional[str] = None) -> None:
+    def __init__(self, match: Optional[str] = None,
+                 switch_interval: Optional[float] = None) -> None:
         self.match = match
+        #: seconds, for sys.setswitchinterval in each worker process (None: left as it is).
+        #: A task thread that returns from a device wait must take the GIL back from threads
+        #: running Python (the worker's event loop, other tasks), which by default can take
+        #: up to 5 ms each time
+        self.switch_interval = switch_interval
         self._claimed = None
 
     def setup(self, worker) -> None:
@@ -45,6 +51,9 @@ class DevicePlugin(WorkerPlugin):
             spec = _gpus()
         dev = devices.use_device(spec, slot)
         worker.clradix_device = dev.describe()
+        if self.switch_interval is not None:
+            import sys
+            sys.setswitchinterval(self.switch_interval)
 
     def teardown(self, worker) -> None:
         if self._claimed:

@@ -6,13 +6,25 @@ The graph (built lazily; nothing is computed when it is made):
    the array (fixed when the graph is made: ``oversample`` per output partition in all);
 2. ``splitters``: one task orders the samples by (key, global position) and takes
    ``partitions - 1`` evenly spaced ones as splitters;
-3. ``split``: a task per input chunk sorts the chunk on its worker's device (with its positions
-   for argsort) and cuts it at the splitters, giving one piece per output partition;
-4. a ``piece`` task per (input chunk, output partition) picks one piece: Dask's scheduler moves
-   each piece once, from the worker that split its chunk to the one merging its partition;
-5. a ``merge`` task per output partition concatenates its pieces in chunk order and sorts them
-   stably on its worker's device: within a piece equal keys are in position order, and pieces
-   come in chunk order, so a stable sort leaves equal keys in global position order.
+3. ``split``: a task per input chunk uploads the chunk once, sorts it on its worker's device
+   (with its global positions, int64, for argsort) and cuts it at the splitters (found with two
+   small reads of the sorted keys), giving one piece per output partition, left on the device
+   (a DeviceChunk: :mod:`clradix.dask.chunk`);
+4. the output partitions are merged in groups, one group per worker of the active
+   ``distributed`` client (one group without one, or with one worker): contiguous ranges of
+   partitions. With several groups, a ``piece`` task per (input chunk, group) picks the chunk's
+   pieces of that group, and Dask's scheduler moves them once, from the worker that split the
+   chunk to the one merging the group (as host bytes: a DeviceChunk pickles as its numpy array);
+   with one group the merges take the split lists themselves, so pieces merged on their own
+   worker never leave the device and the graph has no task per (chunk, partition): Dask's cost
+   per task (about a millisecond) would otherwise grow with their product;
+5. a ``merge`` task per group, for each of its partitions, gathers the partition's pieces in
+   chunk order into one device buffer and sorts them stably: within a piece equal keys are in
+   position order, and pieces come in chunk order, so a stable sort leaves equal keys in global
+   position order. Each partition is downloaded once (into pinned memory on a GPU, on a second
+   queue while the next partition sorts; on a CPU device straight into the result's numpy
+   array), or with ``on_device`` left there as a DeviceChunk; an output task per partition
+   picks it from its group's list.
 
 Splitters are (key, position) pairs, so ties are cut by position: heavy duplicates and all-equal
 keys spread over the partitions like any keys. A chunk cuts its run of keys equal to a splitter's
@@ -34,25 +46,46 @@ import operator
 import numpy as np
 
 from ..core.keys import key_codec
+from .chunk import DeviceChunk, as_host
 from .engines import engine as _engine
 
 
 def sort(x, *, partitions=None, oversample: int = 64, seed: int = 0,
-         engine: str = "clradix"):
+         engine: str = "clradix", on_device: bool = False):
     """A stably sorted copy of the 1-D dask array ``x`` (numpy's order), as a dask array of
     ``partitions`` chunks (default: as many as ``x`` has), each a consecutive range of the
-    result (sizes unknown until computed)."""
-    return _sample_sort(x, partitions, oversample, seed, engine, positions=False)
+    result (sizes unknown until computed). ``x``'s chunks: numpy arrays, or DeviceChunks
+    (:func:`to_device`). ``on_device``: the result's chunks are DeviceChunks left on the device
+    of the worker that made each (see :mod:`clradix.dask.chunk`), not numpy arrays."""
+    return _sample_sort(x, partitions, oversample, seed, engine, False, on_device)
 
 
 def argsort(x, *, partitions=None, oversample: int = 64, seed: int = 0,
-            engine: str = "clradix"):
+            engine: str = "clradix", on_device: bool = False):
     """The global positions (int64) that sort the 1-D dask array ``x`` stably, chunked like
-    :func:`sort`'s result."""
-    return _sample_sort(x, partitions, oversample, seed, engine, positions=True)
+    :func:`sort`'s result (``on_device`` as there)."""
+    return _sample_sort(x, partitions, oversample, seed, engine, True, on_device)
 
 
-def _sample_sort(x, partitions, oversample, seed, engine_name, positions):
+def to_device(x):
+    """The dask array ``x`` with each chunk uploaded to the device of the worker that holds it,
+    as a DeviceChunk (persist it to keep it there): the input of sorts and top-k that start
+    from device memory."""
+    import dask.array as da
+    x = da.asarray(x)
+    return x.map_blocks(_upload, dtype=x.dtype, meta=np.empty((0,) * x.ndim, x.dtype))
+
+
+def _upload(chunk):
+    if isinstance(chunk, DeviceChunk):
+        _ = chunk.array   # uploaded here when it came from another process
+        return chunk
+    from . import devices
+    dev = devices.current()
+    return DeviceChunk(dev.copies.to_device(dev.queue, chunk))
+
+
+def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_device):
     import dask.array as da
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
@@ -81,9 +114,13 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions):
     sample_pos = ((np.arange(s) + rng.random(s)) * (n / s)).astype(np.int64)
     sample_pos = np.clip(sample_pos, 0, n - 1)
 
-    token = tokenize(x, parts, oversample, seed, eng.name, positions)
+    keep = bool(on_device) and eng.name == "clradix"
+    groups = min(_worker_count(), parts)
+    bounds = [g * parts // groups for g in range(groups + 1)]
+    token = tokenize(x, parts, oversample, seed, eng.name, positions, keep, groups)
     smp, spl = f"clradix-sample-{token}", f"clradix-splitters-{token}"
     cut, piece = f"clradix-split-{token}", f"clradix-piece-{token}"
+    mrg = f"clradix-merge-{token}"
     name = f"clradix-{'argsort' if positions else 'sort'}-{token}"
     dsk = {}
     sample_keys = []
@@ -95,18 +132,30 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions):
     dsk[(spl, 0)] = (_splitters, sample_keys, sample_pos, parts)
     for i in range(len(chunks)):
         dsk[(cut, i)] = (_split, eng, (x.name, i), (spl, 0), int(starts[i]), parts, positions)
-        for j in range(parts):
-            dsk[(piece, i, j)] = (operator.getitem, (cut, i), j)
-    for j in range(parts):
-        dsk[(name, j)] = (_merge, eng, [(piece, i, j) for i in range(len(chunks))], positions,
-                          out_dtype)
+        if groups > 1:
+            for g in range(groups):
+                dsk[(piece, i, g)] = (operator.getitem, (cut, i), slice(bounds[g], bounds[g + 1]))
+    for g in range(groups):
+        if groups > 1:
+            deps, a, b = [(piece, i, g) for i in range(len(chunks))], 0, bounds[g + 1] - bounds[g]
+        else:
+            deps, a, b = [(cut, i) for i in range(len(chunks))], 0, parts
+        dsk[(mrg, g)] = (_merge, eng, deps, a, b, positions, out_dtype, keep)
+        for j in range(bounds[g], bounds[g + 1]):
+            dsk[(name, j)] = (operator.getitem, (mrg, g), j - bounds[g])
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, chunks=((np.nan,) * parts,), dtype=out_dtype,
                     meta=np.empty((0,), dtype=out_dtype))
 
 
 def _take(chunk, where):
-    return np.asarray(chunk)[where]
+    if isinstance(chunk, DeviceChunk) and chunk.on_device:   # a few keys, not the chunk
+        import pyopencl.array as cl_array
+        d = chunk.array
+        q = chunk.queue
+        return cl_array.take(d.with_queue(q), cl_array.to_device(q, where.astype(np.int64)),
+                             queue=q).get(q)
+    return as_host(chunk)[where]
 
 
 def _splitters(samples, sample_pos, parts):
@@ -118,40 +167,34 @@ def _splitters(samples, sample_pos, parts):
 
 
 def _split(eng, chunk, splitters, start, parts, positions):
-    """The chunk sorted and cut into ``parts`` pieces: sorted keys, or (keys, global positions)."""
-    chunk = np.asarray(chunk)
-    m = chunk.size
-    if positions:
-        keys, pos = eng.sort_index(chunk)
-        pos += start
-    else:
-        keys, pos = eng.sort(chunk), None
+    """The chunk sorted and cut into ``parts`` pieces: sorted keys, or (keys, global positions)
+    (the device engine's stay on the device, as DeviceChunks)."""
+    keys, pos = eng.sort_chunk(chunk, start, positions)
+    m = len(keys)
     skeys, spos = splitters
-    lo = np.searchsorted(keys, skeys, side="left").astype(np.int64)
-    hi = np.searchsorted(keys, skeys, side="right").astype(np.int64)
+    lo, hi = eng.search(keys, skeys)
     # the share of the run equal to a splitter's key that comes before the splitter's position
     share = np.floor((hi - lo) * ((spos - start) / max(m, 1))).astype(np.int64)
     cut = np.where(spos < start, lo, np.where(spos >= start + m, hi, lo + share))
     cut = np.maximum.accumulate(np.concatenate([[0], cut, [m]]))
-    if positions:
-        return [(keys[a:b], pos[a:b]) for a, b in zip(cut[:-1], cut[1:])]
-    return [keys[a:b] for a, b in zip(cut[:-1], cut[1:])]
+    return [eng.piece(keys, pos, int(a), int(b)) for a, b in zip(cut[:-1], cut[1:])]
 
 
-def _merge(eng, pieces, positions, out_dtype):
-    """One output partition: its pieces (in chunk order) merged by a stable sort."""
-    if positions:
-        full = [p for p in pieces if p[0].size]
-        if len(full) == 1:
-            return full[0][1]
-        if not full:
-            return np.empty(0, out_dtype)
-        _, pos = eng.sort_pairs(np.concatenate([k for k, _ in full]),
-                                np.concatenate([p for _, p in full]))
-        return pos
-    full = [p for p in pieces if p.size]
-    if len(full) == 1:
-        return full[0]
-    if not full:
-        return np.empty(0, out_dtype)
-    return eng.sort(np.concatenate(full))
+def _merge(eng, split_pieces, a, b, positions, out_dtype, keep=False):
+    """Output partitions ``a .. b - 1`` of a group, each its pieces (one from every chunk's
+    list in ``split_pieces``, in chunk order) merged by a stable sort: their list."""
+    return eng.merge_group([[p[j] for p in split_pieces] for j in range(a, b)], positions,
+                           out_dtype, keep)
+
+
+def _worker_count() -> int:
+    """The workers of the active distributed client (1 without one)."""
+    try:
+        from distributed import default_client
+        client = default_client()
+    except (ImportError, ValueError):
+        return 1
+    try:
+        return max(1, len(client.scheduler_info()["workers"]))
+    except Exception:   # a client without a live scheduler: one group is always correct
+        return 1

@@ -16,6 +16,7 @@ from numbers import Integral
 import numpy as np
 
 from ..core.keys import key_codec
+from .chunk import DeviceChunk
 from .engines import engine as _engine
 
 
@@ -77,20 +78,24 @@ def _reduce(x, k, axis, split_every, engine_name, want):
 
 def _select(eng, vals, pos, k, largest, ranked):
     """The k best of 2-D candidates ``vals`` whose global positions ``pos`` increase along each
-    row: ``(values, positions)`` ranked, or in increasing position."""
+    row (an array, or an int: the first column's position, the others following it):
+    ``(values, positions)`` ranked, or in increasing position."""
     n = vals.shape[-1]
     if k >= n and not ranked:
-        return vals, pos
+        if isinstance(pos, int):
+            pos = np.broadcast_to(np.arange(pos, pos + n, dtype=np.int64), vals.shape)
+        return np.asarray(vals), pos
     v, i = eng.select(vals, min(k, n), largest, ranked)
-    return v, np.take_along_axis(pos, i, -1)
+    return v, (i + pos if isinstance(pos, int) else np.take_along_axis(pos, i, -1))
 
 
 def _chunk(a, eng, k, largest, block_info=None):
     """A chunk's candidates, with global positions (as 2-D rows)."""
-    offset = block_info[0]["array-location"][-1][0]
+    offset = int(block_info[0]["array-location"][-1][0])
+    if isinstance(a, DeviceChunk):   # selected where it is when the device engine selects
+        a = a.array if eng.name == "clradix" and k < a.shape[-1] else a.get()
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
-    pos = np.broadcast_to(np.arange(offset, offset + a2.shape[-1], dtype=np.int64), a2.shape)
-    return _select(eng, a2, pos, k, largest, ranked=False)
+    return _select(eng, a2, offset, k, largest, ranked=False)
 
 
 def _identity(parts, axis=None, keepdims=None):

@@ -1,0 +1,84 @@
+"""clradix.dask's sample sort without Dask: the split and merge chunk functions of one process
+run by a pool of threads (as a Dask worker's task threads run them), to separate what the chunk
+work costs from what Dask's scheduling adds.
+
+    python -m benchmarks.dask_engine_threads --device NVIDIA --log2n 28 --chunk-log2 25
+
+Per configuration (the device memory pool on and off; 4 threads and 1; keys from host memory,
+or already on the device with the result left there): the wall time of all the splits, then of
+all the merges (best of ``--repeat``), and the phase seconds of the last run
+(``clradix.dask.task_times``, summed over the threads). The first run of each thread count
+checks the result against numpy's sort.
+"""
+
+import argparse
+import concurrent.futures as cf
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None, help="CLRADIX_DEVICE spec (default: clradix's)")
+    ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--chunk-log2", type=int, default=25)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", default="4,1")
+    args = ap.parse_args(argv)
+
+    import clradix.dask  # noqa: F401  (the package, for its modules below)
+    from clradix.dask import devices, engines
+    from clradix.dask.chunk import DeviceChunk
+    crs = sys.modules["clradix.dask.sort"]
+    n, c = 1 << args.log2n, 1 << min(args.chunk_log2, args.log2n)
+    parts = n // c
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    chunks = [x[i:i + c] for i in range(0, n, c)]
+    sample = np.sort(x[::max(1, n // 4096)])
+    splitters = (sample[np.arange(1, parts) * sample.size // parts],
+                 np.arange(1, parts) * (n // parts))
+    for pool in ("1", "0"):
+        os.environ["CLRADIX_DASK_DEVICE_POOL"] = pool
+        devices._forget()
+        dev = devices.use_device(args.device)
+        eng = engines.DeviceEngine()
+        for threads in (int(t) for t in args.threads.split(",")):
+            ex = cf.ThreadPoolExecutor(threads)
+            for resident in (True, False):
+                src = ([DeviceChunk(dev.copies.to_device(dev.queue, ch)) for ch in chunks]
+                       if resident else chunks)
+
+                def split(i, src=src):
+                    return crs._split(eng, src[i], splitters, i * c, parts, False)
+
+                def merge(split_lists, resident=resident):
+                    return crs._merge(eng, split_lists, 0, parts, False, x.dtype, resident)
+                best = None
+                for rep in range(args.repeat):
+                    engines.task_times(True)
+                    t0 = time.perf_counter()
+                    lists = list(ex.map(split, range(parts)))
+                    t1 = time.perf_counter()
+                    outs = merge(lists)
+                    t2 = time.perf_counter()
+                    if best is None or t2 - t0 < best[2]:
+                        best = (t1 - t0, t2 - t1, t2 - t0)
+                    if rep == 0:
+                        got = np.concatenate([np.asarray(o) for o in outs])
+                        if not np.array_equal(got, np.sort(x)):
+                            print("WRONG result", flush=True)
+                            return 1
+                    del lists, outs
+                phases = {k: round(v, 3) for k, v in engines.task_times().items()}
+                print(f"pool={pool} threads={threads} resident={resident}: split "
+                      f"{best[0] * 1e3:.1f} ms, merge {best[1] * 1e3:.1f}, total "
+                      f"{best[2] * 1e3:.1f}; phases of the last run {phases}", flush=True)
+            ex.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
