@@ -334,6 +334,32 @@ def test_onesweep(g, rng, ranking, case):
                                          **ONESWEEP_CASES[case]))
 
 
+# The hybrid sort: buckets of at most 8 keys in local memory, two 16-wide (emulated) subgroups,
+# blocks of a bucket at most 2 x compute units (two blocks for the first level): random keys take
+# two levels; keys equal but in their last bit skip constant digits and copy two buckets with no
+# bit left home. Argsorts descend.
+HYBRID = dict(algorithm="hybrid", wg_size=WG, items_per_thread=IPT, ranking="local", sg_size=16,
+              local_max=8, blocks_per_cu=2)
+
+
+def _last_bit(rng, dtype, n):
+    u = float_specials(rng, dtype, 1).view(key_codec(dtype).unsigned_dtype)
+    u = np.full(n, u[0])
+    one = u.dtype.type(1)
+    return ((u & ~one) | (rng.integers(0, 2, n).astype(u.dtype) & one)).view(dtype)
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint64, np.float64], ids=str)
+def test_hybrid(g, rng, dtype, mode):
+    sorter = g.sorter(**HYBRID)
+    descending = mode == "argsort"
+    check_sort(g, sorter, float_specials(rng, dtype, 9 * TILE + 5), mode,
+               descending=descending, rng=rng)
+    check_sort(g, sorter, _last_bit(rng, dtype, 2 * TILE + 1), mode, descending=descending,
+               rng=rng)
+
+
 def test_onesweep_ring_not_a_power_of_two(g_without_uninitialized, rng):
     g = g_without_uninitialized
     _onesweep_case(g, rng, _onesweep(g, "local", radix_bits=8, ring_slots=5, lookback=2))
