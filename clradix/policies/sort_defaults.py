@@ -7,6 +7,7 @@ local memory) and the caller's overrides.
 """
 
 from dataclasses import replace
+from typing import Dict, Tuple
 
 from .fit import ranking_backends
 from .sort import SortPolicy
@@ -69,7 +70,7 @@ HYBRID_TILES = {4: (256, 23), 8: (128, 33)}
 # never). The model predicts it faster for 64-bit keys from about 2^22 (keys alone and with
 # values) and for 32-bit pairs and argsort at 2^24-2^28; turn entries on from a GPU run of
 # `python -m benchmarks gpu --variants hybrid ...` (BENCHMARKS_NOTES.md, "a model of the hybrid").
-HYBRID_FROM = {}
+HYBRID_FROM: Dict[Tuple[int, bool], int] = {}
 
 # From this many keys NVIDIA GPUs take the "nvidia" entry, below it "nvidia-small"; CPUs with
 # subgroups take "cpu-subgroups" for their work-group sorts, below it "cpu".
