@@ -9,6 +9,7 @@ import pyopencl.array as cl_array
 import pytest
 
 import clradix
+from clradix.core import sizes
 from clradix.core.device import DeviceProfile
 from clradix.core.errors import PolicyError
 from clradix.core.keys import KEY_DTYPES, key_codec
@@ -186,6 +187,16 @@ def test_temporaries_are_never_read_unwritten(queue, rng, sorters, poisoning_all
         check_sort(queue, sorter, keys, "pairs", allocator=poisoning_allocator, what=dist)
         assert sum(poisoning_allocator.allocated) <= sorter.temp_bytes(N, np.uint64, np.uint32)
         check_sort(queue, sorter, keys, "argsort", allocator=poisoning_allocator, what=dist)
+
+
+def test_64bit_indices(ctx, queue, rng, monkeypatch):
+    """The kernels with 64-bit indices, counters and offsets (used from 2**31 keys on)."""
+    monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
+    sorter = small(ctx)
+    for dist in ("uniform", "last_bit", "one_huge_bucket"):
+        keys = SKEWED[dist](rng, np.float64, N)
+        for op in SORT_OPS:
+            check_sort(queue, sorter, keys, op, descending=op == "argsort", what=dist)
 
 
 def test_default_tile_and_ranking(ctx, queue, rng):
