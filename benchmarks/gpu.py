@@ -70,6 +70,9 @@ def add_arguments(ap):
                     help="CuPy and torch on the keys of every --variants type, size and "
                          "distribution (pairs and argsort: their argsort; u64pairs: argsort and "
                          "a gather)")
+    ap.add_argument("--variant-breakdown", action="store_true",
+                    help="per-kernel device times of each --variants policy (random keys, the "
+                         "first size and distribution)")
     ap.add_argument("--sweep", action="store_true", help="u32 from 2^10 to 2^log2n")
     ap.add_argument("--pool", action="store_true",
                     help="--sweep also without the default memory pool (ImmediateAllocator)")
@@ -347,6 +350,9 @@ def variant_steps(g, args):
             out.append((label, lambda v=v, dt=dt, extra=extra, label=label, nn=nn, dist=dist:
                         g.bench(label, dt, _variant(v), same_keys=True, nn=nn, dist=dist,
                                 **extra)))
+            if args.variant_breakdown and lg == sizes[0] and dist == dists[0]:
+                out.append((f"breakdown {label}", lambda v=v, dt=dt, nn=nn, extra=extra:
+                            g.breakdown(dt, _variant(v), nn, values=bool(extra.get("values")))))
             if args.ptxinfo and vt in ("u32", "u64", "pairs") and lg == sizes[0]:
                 out.append((f"ptxinfo {v} {vt}", lambda v=v, dt=dt, vt=vt: g.ptxinfo(
                     v, _variant(v), dt, 4 if vt == "pairs" else 0)))
