@@ -120,6 +120,53 @@ def random_keys(rng, dtype, n):
     return bench.random_keys(rng, dtype, n, floats="normal")
 
 
+def skewed_keys(rng, dtype, n, dist):
+    """``n`` keys of ``dtype`` from distribution ``dist`` (SKEWED_DISTS): "uniform" is
+    random_keys; the others are adversarial for most-significant-digit sorts: "two_values" (two
+    random keys), "one_percent_equal" (1 % of the keys one value, the rest random bits),
+    "power_law" (the leading byte Zipf-distributed: bucket sizes by a power law, the other bits
+    random), "one_huge_bucket" (90 % of the keys share their leading 16 bits), "all_equal"."""
+    if dist == "uniform":
+        return random_keys(rng, dtype, n)
+    d = np.dtype(dtype)
+    ut = np.dtype(f"u{d.itemsize}")
+    bits = 8 * d.itemsize
+
+    def raw(m):
+        return rng.integers(0, 256, m * d.itemsize, dtype=np.uint8).view(ut)
+    if dist == "two_values":
+        u = raw(2)[rng.integers(0, 2, n)]
+    elif dist == "all_equal":
+        u = np.full(n, raw(1)[0])
+    elif dist == "one_percent_equal":
+        u = raw(n)
+        u[rng.random(n) < 0.01] = raw(1)[0]
+    elif dist == "power_law":
+        u = raw(n)
+        shift = ut.type(bits - 8)
+        top = np.minimum(rng.zipf(1.3, n) - 1, 255).astype(ut)
+        u = (u & ut.type((1 << (bits - 8)) - 1)) | (top << shift)
+    elif dist == "one_huge_bucket":
+        u = raw(n)
+        keep = max(8, bits - 16)
+        low = ut.type((1 << keep) - 1)
+        prefix = raw(1)[0] & ~low
+        pick = rng.random(n) < 0.9
+        u[pick] = (u[pick] & low) | prefix
+    else:
+        raise ValueError(f"unknown distribution {dist!r}: expected one of "
+                         f"{', '.join(SKEWED_DISTS)}")
+    if d.kind == "f":
+        # finite floats only (every implementation orders NaN the same only up to payloads):
+        # the exponent's top bit cleared keeps every key finite and the buckets as skewed
+        u = u & ~ut.type(1 << (bits - 2))
+    return u.view(d)
+
+
+SKEWED_DISTS = ("uniform", "two_values", "one_percent_equal", "power_law", "one_huge_bucket",
+                "all_equal")
+
+
 def _brief(exc):
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}"

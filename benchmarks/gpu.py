@@ -3,8 +3,10 @@
 Steps: the planner's uint32 sort at 2^log2n with the peers and a per-kernel breakdown (always);
 ``--check`` every algorithm and ranking back-end the device has against numpy (sizes 1 to
 3,000,001, six dtypes, both directions, key-value and argsort); ``--types`` float32, uint64,
-u32+u32 pairs, argsort and reduce-then-scan at 2^log2n; ``--variants`` onesweep (wg x items per
-thread) policies; ``--sweep`` 2^10 to 2^log2n; ``--only T`` just dtype T; ``--ptxinfo`` registers
+u32+u32 pairs, argsort and reduce-then-scan at 2^log2n; ``--variants`` policies (onesweep's wg x
+items per thread, or another algorithm such as the hybrid sort) at ``--variant-sizes``, on
+``--variant-dists`` keys, with ``--variant-peers`` CuPy and torch on the same keys; ``--sweep``
+2^10 to 2^log2n; ``--only T`` just dtype T; ``--ptxinfo`` registers
 and spills of the onesweep pass (NVIDIA only). ``--quick``: every step but --ptxinfo, 2^16 keys,
 a smaller check suite, 2 repeats.
 
@@ -13,6 +15,8 @@ there, else numpy); torch sorts unsigned keys only as their signed view (rows sa
 dtype). CuPy and torch are optional: their absence is reported (a failure with
 ``--require-peers``).
 """
+
+import itertools
 
 import numpy as np
 import pyopencl as cl
@@ -23,6 +27,7 @@ import clradix
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import parse_dtype
 from clradix.policies.fit import ranking_backends
+from clradix.policies.sort import ALGORITHMS
 
 from . import common, impls, timing
 
@@ -30,6 +35,14 @@ H200_COPY_TBPS = 4.28  # measured device copy bandwidth of the H200 (bytes read 
 COPY_BYTES = 1 << 31   # the buffer the run's own copy is timed on
 
 CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16, np.float64, np.uint8)
+# --variant-types: (key dtype, what the sort takes besides keys, the peers' operations)
+KINDS = {"u32": (np.uint32, {}, ("sort",)), "f32": (np.float32, {}, ("sort",)),
+         "u64": (np.uint64, {}, ("sort",)), "i64": (np.int64, {}, ("sort",)),
+         "f64": (np.float64, {}, ("sort",)),
+         "pairs": (np.uint32, dict(values=True), ("argsort", "sort_kv")),
+         "argsort": (np.uint32, dict(argsort=True), ("argsort",)),
+         "u64pairs": (np.uint64, dict(values=True), ("sort_kv",)),
+         "argsort64": (np.uint64, dict(argsort=True), ("argsort",))}
 QUICK_CHECK_DTYPES = (np.uint32, np.float32, np.uint64, np.int16)
 
 
@@ -39,12 +52,27 @@ def add_arguments(ap):
     ap.add_argument("--types", action="store_true",
                     help="f32, u64, u32+u32, argsort and reduce-then-scan at 2^log2n")
     ap.add_argument("--variant-types", default="u32",
-                    help="what each --variants policy sorts at 2^log2n, comma list of u32, f32, "
-                         "u64, f64, pairs (u32 + u32 values), argsort (u32); every variant sorts "
-                         "the same keys (default: u32)")
+                    help="what each --variants policy sorts, comma list of " + ", ".join(KINDS)
+                         + " (pairs: u32 + u32 values; u64pairs: u64 + u32 values; argsort, "
+                         "argsort64: of u32, u64 keys); every variant sorts the same keys "
+                         "(default: u32)")
     ap.add_argument("--variants", default="",
-                    help="onesweep policies WGxIPT[:field=value...], comma list (256x16,512x8; "
-                         "256xauto: the planner's items per thread)")
+                    help="policies, comma list: [ALGORITHM:][WGxIPT][:field=value...], the "
+                         "algorithm onesweep when not named (256x16, 512x8:ring_slots=2048; "
+                         "256xauto: the planner's items per thread; hybrid, "
+                         "hybrid:128x33:blocks_per_cu=16; planner: the planner's own choice)")
+    ap.add_argument("--variant-sizes", default="",
+                    help="log2 sizes of the --variants cases, comma list (default: --log2n)")
+    ap.add_argument("--variant-dists", default="uniform",
+                    help="key distributions of the --variants cases, comma list of "
+                         + ", ".join(common.SKEWED_DISTS) + " (default: uniform)")
+    ap.add_argument("--variant-peers", action="store_true",
+                    help="CuPy and torch on the keys of every --variants type, size and "
+                         "distribution (pairs and argsort: their argsort; u64pairs: argsort and "
+                         "a gather)")
+    ap.add_argument("--variant-breakdown", action="store_true",
+                    help="per-kernel device times of each --variants policy (random keys, the "
+                         "first size and distribution)")
     ap.add_argument("--sweep", action="store_true", help="u32 from 2^10 to 2^log2n")
     ap.add_argument("--pool", action="store_true",
                     help="--sweep also without the default memory pool (ImmediateAllocator)")
@@ -75,6 +103,8 @@ def check_configs(prof, quick):
         "onesweep-4bit": dict(algorithm="onesweep", radix_bits=4),
         "onesweep-2bit": dict(algorithm="onesweep", radix_bits=2),
         "rts": dict(algorithm="reduce_then_scan"),
+        "hybrid": dict(algorithm="hybrid"),
+        "hybrid-small-buckets": dict(algorithm="hybrid", local_max=64),
     })
     out = {name: (kw, sizes + ([] if "fallback" in name else big)) for name, kw in configs.items()}
     out["single_wg"] = (dict(algorithm="single_wg"), [1, 2, 255, 1000] + ([] if quick else
@@ -145,16 +175,27 @@ class GpuRun:
                         tbps=self.copy_tbps)
         self.out.log(f"copy bandwidth {self.copy_tbps:.2f} TB/s ({nbytes} bytes, read + write)")
 
-    def bench(self, label, dtype, sorter_kwargs, values=False, argsort=False, nn=None,
-              same_keys=False):
-        """clradix: one case, timed and checked (``same_keys``: the keys and their order of the
-        first such case of this dtype and size, so that variants sort the same data)."""
-        q, nn = self.queue, nn or self.n
+    def variant_keys(self, dtype, nn, dist):
+        """(keys, their stable order or None) of a variant case: made once per dtype, size and
+        distribution, so that every variant and peer sorts the same keys."""
         memo = self.__dict__.setdefault("_same", {})
-        if same_keys and (np.dtype(dtype), nn) in memo:
-            keys, order = memo[np.dtype(dtype), nn]
+        key = (np.dtype(dtype), nn, dist)
+        if key not in memo:
+            memo[key] = [common.skewed_keys(self.rng, dtype, nn, dist), None]
+        return memo[key]
+
+    def bench(self, label, dtype, sorter_kwargs, values=False, argsort=False, nn=None,
+              same_keys=False, dist="uniform"):
+        """clradix: one case, timed and checked (``same_keys``: the keys and their order of the
+        first such case of this dtype, size and distribution, so that variants sort the same
+        data)."""
+        q, nn = self.queue, nn or self.n
+        entry = None
+        if same_keys:
+            entry = self.variant_keys(dtype, nn, dist)
+            keys, order = entry
         else:
-            keys, order = common.random_keys(self.rng, dtype, nn), None
+            keys, order = common.skewed_keys(self.rng, dtype, nn, dist), None
         src = cl_array.to_device(q, keys)
         work = cl_array.empty_like(src)
         vals0 = cl_array.to_device(q, np.arange(nn, dtype=np.uint32))
@@ -174,8 +215,8 @@ class GpuRun:
         t = timing.time_opencl(q, call, self.args.repeat, None if argsort else prep)
         if order is None:
             order = impls.stable_order(keys, cupy=self.cupy)
-            if same_keys:
-                memo[np.dtype(dtype), nn] = keys, order
+            if entry is not None:
+                entry[1] = order
         want = (order,) if argsort else (keys[order],) + ((order,) if values else ())
         ok = impls.same(tuple(a.get() for a in t.out), want)
         policy = sorter.plan(self.dev, dtype, nn)
@@ -184,6 +225,8 @@ class GpuRun:
         passes = -(-kb * 8 // policy.radix_bits)
         moved = nn * (kb + passes * 2 * (kb + vb))
         floor = self.copy_tbps or H200_COPY_TBPS
+        if policy.algorithm == "hybrid":
+            moved = 0   # (the bytes a hybrid sort moves depend on the keys: BENCHMARKS_NOTES)
         self.out.record(self.where, "clradix", label, dtype, nn, t, ok=ok, policy=str(policy),
                         note=f"{policy.algorithm}/{policy.radix_bits}b/{policy.wg_size}x"
                              f"{policy.items_per_thread}/{policy.ranking}",
@@ -191,9 +234,11 @@ class GpuRun:
                         pct_of_copy_bw=100 * moved / (t.median_device_ms * 1e-3) / (floor * 1e12),
                         copy_bw_from="this run" if self.copy_tbps else "H200 4.28 TB/s")
 
-    def bench_peers(self, dtype, nn=None, op="sort"):
-        """CuPy and torch: one case each (torch: unsigned keys as their signed view)."""
-        keys = common.random_keys(self.rng, dtype, nn or self.n)
+    def bench_peers(self, dtype, nn=None, op="sort", keys=None, label=None):
+        """CuPy and torch: one case each (torch: unsigned keys as their signed view); ``keys``:
+        these keys (default: random ones)."""
+        if keys is None:
+            keys = common.random_keys(self.rng, dtype, nn or self.n)
         for im in self.peers:
             k = keys
             if not im.supports(op, k.dtype) and k.dtype.kind == "u":
@@ -201,7 +246,7 @@ class GpuRun:
             want = impls.reference(op, k, cupy=self.cupy)
             res, err = self.out.attempt(lambda: im.run(op, k, self.args.repeat, want))
             t, ok = res or (None, False)
-            self.out.record(im.device_fields(), im.name, op, k.dtype, k.size, t, ok=ok,
+            self.out.record(im.device_fields(), im.name, label or op, k.dtype, k.size, t, ok=ok,
                             error=err)
 
     def breakdown(self, dtype, kwargs, nn=None, values=False):
@@ -248,39 +293,67 @@ class GpuRun:
 
 
 def _variant(spec):
-    """"256x16" or "256x16:ring_slots=65536:radix_bits=4" -> Sorter keywords ("256xauto": the
+    """"256x16", "256x16:ring_slots=65536:radix_bits=4", "hybrid", "hybrid:128x33:local_max=4000"
+    or "planner" -> Sorter keywords (the algorithm onesweep unless named; "256xauto": the
     planner's items per thread, the most that fit local memory for the key and value)."""
     parts = spec.split(":")
-    wg, ipt = parts[0].split("x")
-    kw = dict(algorithm="onesweep", wg_size=int(wg))
-    if ipt != "auto":
-        kw["items_per_thread"] = int(ipt)
-    for extra in parts[1:]:
+    kw = {}
+    if parts[0] == "planner":
+        parts = parts[1:]
+    elif parts[0] in ALGORITHMS:
+        kw["algorithm"] = parts.pop(0)
+    else:
+        kw["algorithm"] = "onesweep"
+    if parts and "x" in parts[0] and "=" not in parts[0]:
+        wg, ipt = parts.pop(0).split("x")
+        kw["wg_size"] = int(wg)
+        if ipt != "auto":
+            kw["items_per_thread"] = int(ipt)
+    for extra in parts:
         key, val = extra.split("=")
         kw[key] = (int(val) if val.isdigit() else
                    {"true": True, "false": False}.get(val.lower(), val))
     return kw
 
 
-def variant_steps(g, args):
-    """(case, function) of each --variants policy for each --variant-types kind."""
-    u32 = np.uint32
-    out = []
-    kinds = {"u32": (u32, {}), "f32": (np.float32, {}), "u64": (np.uint64, {}),
-             "f64": (np.float64, {}), "pairs": (u32, dict(values=True)),
-             "argsort": (u32, dict(argsort=True))}
-    vtypes = [t.strip() for t in args.variant_types.split(",") if t.strip()]
-    unknown = set(vtypes) - set(kinds)
+def _list(text, what, allowed=None):
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = set(items) - set(allowed or items)
     if unknown:
-        raise SystemExit(f"--variant-types: unknown {', '.join(sorted(unknown))} (expected "
-                         f"{', '.join(kinds)})")
-    for v in filter(None, args.variants.split(",")):
-        for vt in vtypes:
-            dt, extra = kinds[vt]
-            label = f"onesweep {v}" + ("" if vt == "u32" else f" {vt}")
-            out.append((label, lambda v=v, dt=dt, extra=extra, label=label: g.bench(
-                label, dt, _variant(v), same_keys=True, **extra)))
-            if args.ptxinfo and vt != "argsort":
+        raise SystemExit(f"{what}: unknown {', '.join(sorted(unknown))} (expected "
+                         f"{', '.join(allowed)})")
+    return items
+
+
+def variant_steps(g, args):
+    """(case, function) of every --variants case: for each type, size and distribution, the
+    peers (with --variant-peers) and then every variant, all on the same keys."""
+    vtypes = _list(args.variant_types, "--variant-types", KINDS)
+    dists = _list(args.variant_dists, "--variant-dists", common.SKEWED_DISTS)
+    sizes = [int(x) for x in _list(args.variant_sizes, "--variant-sizes")] or [args.log2n]
+    variants = _list(args.variants, "--variants")
+    out = []
+    if not variants:
+        return out
+    for lg, vt, dist in itertools.product(sizes, vtypes, dists):
+        dt, extra, peer_ops = KINDS[vt]
+        nn = 1 << lg
+        where = f"{vt} 2^{lg}" + ("" if dist == "uniform" else f" {dist}")
+        if args.variant_peers:
+            for op in peer_ops:
+                out.append((f"peers {op} {where}",
+                            lambda dt=dt, nn=nn, dist=dist, op=op, where=where: g.bench_peers(
+                                dt, nn, op, keys=g.variant_keys(dt, nn, dist)[0],
+                                label=f"{op} {where}")))
+        for v in variants:
+            label = f"{v} {where}"
+            out.append((label, lambda v=v, dt=dt, extra=extra, label=label, nn=nn, dist=dist:
+                        g.bench(label, dt, _variant(v), same_keys=True, nn=nn, dist=dist,
+                                **extra)))
+            if args.variant_breakdown and lg == sizes[0] and dist == dists[0]:
+                out.append((f"breakdown {label}", lambda v=v, dt=dt, nn=nn, extra=extra:
+                            g.breakdown(dt, _variant(v), nn, values=bool(extra.get("values")))))
+            if args.ptxinfo and "argsort" not in vt and lg == sizes[0]:
                 out.append((f"ptxinfo {v} {vt}", lambda v=v, dt=dt, vt=vt: g.ptxinfo(
                     v, _variant(v), dt, 4 if vt == "pairs" else 0)))
     return out

@@ -22,10 +22,10 @@
 ## keys only), index_t ("uint" below 2**31 keys, else "ulong"), off_t (the offsets' type: "int" or
 ## "long"), backend and sg_size (the ranking's subgroup primitives, common.mako).
 <%namespace name="common" file="common.mako"/>
+<%namespace name="tile" file="tile_steps.mako"/>
 <%
     RADIX = 256
     TILE = wg * ipt
-    NW = wg // sg_size
     MAX_SPG = 256
     iota_ok = value_t in ("uint", "ulong")
     unroll = "    #pragma unroll" if backend == "ptx" else ""
@@ -35,44 +35,9 @@
     assert wg % sg_size == 0 and sg_size <= 32
     assert TILE < 65536, "tile positions are kept in ushort and ranks share a word with digits"
 %>
-% if index_t == "ulong":
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-% endif
-% if backend == "khr":
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
-#pragma OPENCL EXTENSION cl_khr_subgroup_ballot : enable
-% elif backend == "intel":
-#pragma OPENCL EXTENSION cl_intel_subgroups : enable
-% endif
-${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, 8, wg, ipt, value_t)}
+${tile.prelude()}
 #define OFF_T ${off_t}
-#define SG ${sg_size}
-#define NW ${NW}
 #define MAX_SPG ${MAX_SPG}
-${common.step_define()}
-% if backend in ("khr", "intel"):
-#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
-% else:
-#define SG_ATTR
-% endif
-
-${common.sg_primitives(backend, sg_size, wg, 9)}
-${common.counter_fns(index_t)}
-% if backend == "ptx":
-${common.wg_scan_warp_fn("wg_scan_uint", wg)}
-% else:
-${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
-% endif
-${common.wg_scan_fn("wg_scan_index", index_t, wg)}
-/* (the subgroup counters lcount[w * RADIX + d] are scanned digit-major: entry x is digit x / NW
-   of subgroup x % NW) */
-${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
-                      at="(x % NW) * RADIX + x / NW")}
-${common.wg_any_fn()}
-% if backend == "ptx":
-/* sg_match for a round without padding: digits below RADIX need one ballot per digit bit */
-${common.ballot_match_fn("sg_match_digits", 8, scratch=False)}
-% endif
 
 /* the first key of segment s (and the end of segment s - 1) */
 static inline INDEX_T seg_bound(__global const OFF_T* offsets, INDEX_T row_len, INDEX_T s)
@@ -107,73 +72,7 @@ static inline VALUE_T seg_value(__global const VALUE_T* vals, INDEX_T i, INDEX_T
 }
 % endif
 
-/* The tile's items: subgroup w owns tile slots [w*SG*e, (w+1)*SG*e), lane-striped, so that
-   loads are coalesced and slot order is the order in which rank() meets the items; e (at most
-   IPT) is the items per work-item in use: IPT for a full tile, fewer for a short run of segments,
-   so that every subgroup ranks a share of it instead of the first ones all of it. HAS(i): item i
-   is one of the `valid` keys (not padding). */
-#define SLOT(i) (w * (SG * e) + (i) * SG + lane)
-#define HAS(i) ((i) < e && SLOT(i) < valid)
-
-/* Stable placement of the tile by the digits dig[i] (RADIX for padding): rank inside the
-   subgroup with match masks (peers with the same digit, in lane order, one round per item),
-   scan the subgroup counters digit-major, move keys and source slots to local memory in digit
-   order (the source slots only with `track`: values, or a pass by segment, follow). Afterwards
-   lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit is below d. Every
-   work-item must call it; it ends with a barrier. */
-STEP void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
-                __private uint dig[IPT], uint valid, uint e, uint track,
-                __local KEY_T* lkeys, __local ushort* lsrc, __local uint* lcount,
-                __local uint* lsg, __local uint* lscan, uint w, uint lane, uint lid)
-{
-    for (uint e = lid; e < NW * RADIX; e += WG)
-        lcount[e] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-${common.rank_rounds(backend, unroll, valid="valid", full_match="sg_match_digits", stride="e")}
-    barrier(CLK_LOCAL_MEM_FENCE);
-    rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
-    barrier(CLK_LOCAL_MEM_FENCE);
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint di = dig[i] & 0xffffu;
-        if (di < RADIX) {
-            const uint dest = lcount[w * RADIX + di] + (dig[i] >> 16);
-            lkeys[dest] = k[i];
-            if (track)
-                lsrc[dest] = src[i];
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
-
-/* the tile's first `valid` keys from global memory, in slot order; src[i] is the slot */
-STEP void load_slots(__private KEY_T k[IPT], __private ushort src[IPT],
-                     __global const KEY_T* keys, INDEX_T base, uint valid, uint e, uint w,
-                     uint lane)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = SLOT(i);
-        src[i] = (ushort)j;
-        k[i] = HAS(i) ? keys[base + j] : (KEY_T)0;
-    }
-}
-
-/* the items back from local memory after place(), in slot order */
-STEP void reload_slots(__private KEY_T k[IPT], __private ushort src[IPT],
-                       __local const KEY_T* lkeys, __local const ushort* lsrc,
-                       uint valid, uint e, uint track, uint w, uint lane)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint j = SLOT(i);
-        if (HAS(i)) {
-            k[i] = lkeys[j];
-            if (track)
-                src[i] = lsrc[j];
-        }
-    }
-}
+${tile.tile_fns()}
 
 /* the segment x in [a, b) of a run whose bounds are lofs[a..b] that holds global index p
    (lofs[a] <= p < lofs[b]): the largest x with lofs[x] <= p, which skips empty segments */

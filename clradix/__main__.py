@@ -323,7 +323,8 @@ def cmd_plan(args):
         for dtype in args.dtypes:
             for lg in (10, 16, 20, 24, 28):
                 pol = sorter.plan(dev, dtype, 1 << lg)
-                extra = f" ranking={pol.ranking}" if pol.algorithm == "onesweep" else ""
+                extra = (f" ranking={pol.ranking}" if pol.algorithm in ("onesweep", "hybrid")
+                         else "")
                 print(f"  {str(dtype):8s} 2^{lg:<3d} {pol.algorithm:17s} "
                       f"radix_bits={pol.radix_bits} "
                       f"wg={pol.wg_size} items={pol.items_per_thread}{extra}")

@@ -44,6 +44,8 @@ def candidates(profile, dtype, n):
         for rb in (8, 11):
             for bpc in (2, 4, 8):
                 out.append(replace(DEFAULTS["cpu-chunks"], radix_bits=rb, blocks_per_cu=bpc))
+    if profile.is_gpu:   # the hybrid sort (most-significant digits first), the planner's tile
+        out.append(plan_sort(profile, codec, None, n, algorithm="hybrid"))
     small = plan_sort(profile, codec, None, 1)
     if small.algorithm == "single_wg" and n <= small.tile:
         out.append(small)
@@ -180,7 +182,7 @@ def _time_paired(timed, ref_at, run_once, repeat):
 
 def _short(pol):
     s = f"{pol.algorithm}/{pol.radix_bits}b/{pol.wg_size}x{pol.items_per_thread}"
-    return s + (f"/{pol.ranking}" if pol.algorithm == "onesweep" else "")
+    return s + (f"/{pol.ranking}" if pol.algorithm in ("onesweep", "hybrid") else "")
 
 
 def report(rows, device_label):

@@ -2,7 +2,8 @@
 its fields.
 
 A policy says how a sort runs: the algorithm, the radix bits of a digit pass, the work-group size,
-the items each work-item ranks, and how many blocks per compute unit the reduce-then-scan passes use.
+the items each work-item ranks, and how many blocks per compute unit the reduce-then-scan passes use
+(the hybrid sort: how many blocks one bucket's pass takes at most, per compute unit).
 Its built-in values per device are in :mod:`.sort_defaults`, the planner that chooses one in
 :mod:`.sort_plan`, and the check against a device (:func:`~.sort_validate.validate`) in
 :mod:`.sort_validate`.
@@ -14,7 +15,7 @@ from dataclasses import MISSING, dataclass
 
 from ..core.errors import PolicyError
 
-ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg", "chunks")
+ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg", "chunks", "hybrid")
 RADIX_BITS = (2, 4, 8)
 # the chunked CPU sort takes any digit width a private histogram holds
 CHUNK_RADIX_BITS = (2, 4, 6, 8, 10, 11, 12)
@@ -42,6 +43,9 @@ class SortPolicy:
     fused_passes: bool = False    # onesweep: the histogram, the scan and every digit pass in one
     #                               launch after one fill (os_fused; n <= ring_slots x tile:
     #                               its rings hold every tile of a pass, no slot is reused)
+    local_max: int = 0            # hybrid: buckets of at most this many keys are sorted in local
+    #                               memory (0: the tile, wg_size x items_per_thread); smaller
+    #                               values force more most-significant-digit levels (tests)
 
     @property
     def tile(self):
@@ -50,9 +54,15 @@ class SortPolicy:
     @property
     def ranks_by_subgroups(self):
         """Whether the kernels rank with a subgroup back-end (``ranking``, ``sg_size``): onesweep,
-        and the one-work-group sort of 8-bit digits (os_small), which ranks as onesweep does."""
-        return self.algorithm == "onesweep" or (self.algorithm == "single_wg"
-                                                and self.radix_bits == 8)
+        the hybrid sort, and the one-work-group sort of 8-bit digits (os_small), which ranks as
+        onesweep does."""
+        return self.algorithm in ("onesweep", "hybrid") or (self.algorithm == "single_wg"
+                                                            and self.radix_bits == 8)
+
+    @property
+    def local_capacity(self):
+        """The hybrid sort's largest bucket sorted in local memory (``local_max``, or the tile)."""
+        return min(self.local_max or self.tile, self.tile)
 
     @property
     def radix(self):
@@ -80,6 +90,13 @@ class SortPolicy:
         if self.algorithm == "single_wg":
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
+        if self.algorithm == "hybrid":   # hybrid.cl.mako: the larger of hy_scatter and hy_scan
+            tile = (self.tile * (key_bytes + 2)                           # keys + source slots
+                    + (self.wg_size // self.sg_size) * 256 * 4              # per-subgroup counters
+                    + self.wg_size * 4 + (self.wg_size * 4 if self.ranking == "local" else 4)
+                    + 256 * index_bytes + 16)                               # running offsets
+            scan = (6 * 256 + self.wg_size) * index_bytes + 256 * 4 + 2 * index_bytes + 8
+            return max(tile, scan)
         if self.algorithm == "onesweep":   # onesweep_steps.mako, tile_locals
             stage = self.stage_bytes(key_bytes, index_bytes, value_bytes)  # keys, then values
             return (-(-max(stage, counters) // 16) * 16           # staging over the counters
@@ -155,6 +172,9 @@ def policy_from_fields(fields):
 
 def check_radix_bits(algorithm, radix_bits):
     """PolicyError unless ``algorithm`` takes digits of ``radix_bits``."""
+    if algorithm == "hybrid" and radix_bits != 8:
+        raise PolicyError(f"radix_bits={radix_bits} is not supported by the hybrid sort: its "
+                          f"levels and its local sort take 8-bit digits")
     if radix_bits not in (CHUNK_RADIX_BITS if algorithm == "chunks" else RADIX_BITS):
         raise PolicyError(f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8 (the "
                           f"chunks algorithm: {', '.join(map(str, CHUNK_RADIX_BITS))})")

@@ -12,7 +12,8 @@ from ..core.sizes import index_bytes
 from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
 from .sort import check_radix_bits, check_sort_overrides
 from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, chunk_radix_bits, nvidia_pass_tile,
-                            default_policy, small_policy_entry, workgroup_cpu_policy)
+                            default_policy, hybrid_entry, prefers_hybrid, small_policy_entry,
+                            workgroup_cpu_policy)
 from .sort_validate import validate
 
 # The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
@@ -59,6 +60,9 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         return replace(small, items_per_thread=min(ipt, small.items_per_thread))
     if algorithm == "single_wg":
         return small or replace(DEFAULTS["small"], **fields)
+    if algorithm == "hybrid" or (algorithm is None and not fields
+                                 and prefers_hybrid(profile, codec.itemsize, value_bytes, n)):
+        return _hybrid_policy(profile, codec, value_bytes, n, fields)
     policy = replace(base, **fields)
     if policy.algorithm == "chunks" and "radix_bits" not in fields:
         policy = replace(policy, radix_bits=chunk_radix_bits(codec.itemsize, n))
@@ -83,6 +87,16 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         tiles = -(-n // policy.tile)
         policy = replace(policy, ring_slots=max(policy.ring_slots, 1 << (tiles - 1).bit_length()))
     return policy
+
+
+def _hybrid_policy(profile, codec, value_bytes, n, fields):
+    """The hybrid sort's policy: its entry for the device and key width, the caller's fields on
+    top, fitted to the device (items_per_thread lowered one at a time: the tile is the largest
+    bucket sorted in local memory, so every key counts)."""
+    pol = replace(hybrid_entry(profile, codec.itemsize), **fields)
+    kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
+    return _fit(pol, profile, set(fields), lambda p: p.local_bytes(kb, ib, vb),
+                lambda ipt: ipt - 1, keep_ranking=profile.is_nvidia)
 
 
 def _fit(policy, profile, fixed, need, step, keep_ranking):
