@@ -134,13 +134,18 @@ STEP void select_tiles(pass_io io, pass_filter f, uint g, uint groups_per_row, p
 
 /* The end of pass p for one work-group of a row: its local histogram added into the row's; then
    the group that finishes last (the row's counter of finished groups) scans the row's histogram,
-   writes the state of pass p + 1 and readies the counters and histogram for it. No group waits
-   for another: each adds, fences and counts itself done. Every access to what the groups of a
-   pass share is atomic (the histogram and counters: read and zeroed by exchange), and the state
-   alternates between two copies (state_copy), so no plain access of one group meets another
-   group's in the same pass. */
+   writes the state of pass p + 1, readies the counters and histogram for it, and (topk_fused, a
+   `ready` word) marks the state ready. No group waits for another: each adds, fences and counts
+   itself done. Every access to what the groups of a pass share is atomic (the histogram and
+   counters: read and zeroed by exchange), and the state alternates between two copies
+   (state_copy), so no plain access of one group meets another group's in the same pass.
+   The branch of the last group ends with a barrier and the kernels have nothing after this step:
+   PoCL 3.0 runs a work-item 0 block that follows a branch holding barriers for every work-item
+   of the group, or for none, where the kernel also returns early (tests/test_pocl_faults.py);
+   run twice, the counter resets here would undo the next pass's counts. */
 STEP void finish_pass(row_state st, uint p, uint pos_bits, uint groups_per_row, pass_io io,
-                      __global row_state* state_next, pass_locals loc, uint lid)
+                      __global row_state* state_next, __global volatile uint* ready,
+                      pass_locals loc, uint lid)
 {
     INDEX_T hd[RPT];
     if (finished_last(!(st.flags & F_LAST), groups_per_row, loc.hist, io.hist, io.counters,
@@ -150,7 +155,10 @@ STEP void finish_pass(row_state st, uint p, uint pos_bits, uint groups_per_row, 
             *state_next = s;
             COUNTER_TAKE(io.counters + 3);
             COUNTER_TAKE(io.counters + 1 + (p & 1));   /* pass p + 2 writes candidates with it */
+            if (ready)
+                release_store(ready, p + 1);   /* after the state and the counters */
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 % if sample:
@@ -199,7 +207,7 @@ ${steps.pass_locals("loc")}
                                   out_key_off, out_idx, out_idx_off);
     clear_pass_locals(loc, lid);
     count_tiles(io, f, g, groups_per_row, loc.hist, lid);
-    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, loc, lid);
+    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, 0, loc, lid);
 }
 
 /* Pass 1: reads the row (or, after topk_pass_t, its candidates); takes and writes. */
@@ -226,7 +234,7 @@ ${steps.pass_locals("loc")}
                                   out_key_off, out_idx, out_idx_off);
     clear_pass_locals(loc, lid);
     select_tiles(io, f, g, groups_per_row, loc, lid);
-    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, loc, lid);
+    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, 0, loc, lid);
 }
 
 /* Pass p >= 2 (p from p_arg): reads the row or the candidates of pass p - 1. */
@@ -250,67 +258,94 @@ ${steps.pass_locals("loc")}
                                   out_key_off, out_idx, out_idx_off);
     clear_pass_locals(loc, lid);
     select_tiles(io, f, g, groups_per_row, loc, lid);
-    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, loc, lid);
+    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, 0, loc, lid);
 }
 % if fused:
 
-/* topk_fused's order of work-groups: a virtual id from the launch's counter (*sync), taken by
-   work-item 0 and shared through *l_vid. */
-STEP uint take_virtual_id(__global volatile uint* sync, __local uint* l_vid, uint lid)
+/* topk_fused's start, by work-item 0 for its group: a virtual id from the launch's counter
+   (*sync), the pass, row and place in the row it stands for, the wait until the row's state for
+   that pass is written (`ready`: the row's passes whose state is written), and one read of that
+   state; then a barrier, after which every work-item takes the same id and state from local
+   memory. One read for the whole group: its branches on the state (a row done, a pass skipped)
+   are uniform by construction, whatever another group writes meanwhile. */
+STEP uint start_fused_group(__global volatile uint* sync, uint per_pass, uint groups_per_row,
+                            __global uchar* temp, ulong state_off, uint rows, __local uint* l_vid,
+                            __local row_state* l_state, uint lid)
 {
-    if (lid == 0)
-        *l_vid = atomic_inc(sync);
+    if (lid == 0) {
+        const uint vid = atomic_inc(sync);
+        const uint p = vid / per_pass;
+        const uint row = vid % per_pass / groups_per_row;
+        __global volatile uint* ready = sync + 1 + row;
+        while (load_acquire(ready) < p)
+            ;
+        *l_vid = vid;
+        *l_state = *state_copy(temp, state_off, p & 1, rows, row);
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     return *l_vid;
 }
 
-/* A group of pass p > 0 waits until its row's state for pass p is written: *ready (the row's
-   passes whose state is written) reaches p. */
-STEP void wait_for_state(__global volatile uint* ready, uint p, uint lid)
+/* A pass with nothing to select in this row (the row done, or pass 0 after topk_pass_t chose the
+   candidates: F_SKIP) hands the row's state on to the next pass. Every group of the pass counts
+   itself (the row's counter of finished groups, as finish_pass does), and the last one writes
+   the state of pass p + 1 (F_SKIP cleared; after F_SKIP also zeroing the candidate counter pass 2
+   writes with), zeroes the count and marks the state ready. So a state copy is rewritten only
+   after every group of the pass that reads it has read it (a group that handed on at once could
+   otherwise read the copy after the pass after next rewrote it). Called by work-item 0. */
+STEP void hand_on_fused(row_state st, uint p, uint groups_per_row,
+                        __global row_state* state_next, __global INDEX_T* counters,
+                        __global volatile uint* ready)
 {
-    if (p > 0) {
-        if (lid == 0)
-            while (load_acquire(ready) < p)
-                ;
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    global_fence();   /* this group's read of the state before its count */
+    if (COUNTER_ADD(counters + 3, 1) != (INDEX_T)(groups_per_row - 1))
+        return;
+    global_fence();
+    row_state s = st;
+% if sample:
+    if (st.flags & F_SKIP) {
+        s.flags &= ~F_SKIP;
+        COUNTER_TAKE(counters + 1);   /* pass 2 writes candidates with it */
     }
+% endif
+    *state_next = s;
+    COUNTER_TAKE(counters + 3);
+    release_store(ready, p + 1);   /* after the state it handed on */
 }
 
 /* Every pass of a call in one launch (after topk_init, and the threshold pass when there is one):
    the work-groups take virtual ids from an atomic counter, pass by pass (id v: pass
    v / (rows x groups_per_row), then row, then group), and a group of pass p > 0 waits until its
-   row's state for pass p is written (`ready`: the passes of the row whose state is written, set
-   by whoever writes it: the last group of the pass, or group 0 when the row hands its state on).
-   A group waits only for groups with smaller ids, which have started and wait only for smaller
-   ids in turn: no assumption about which work-groups run together (as onesweep's os_fused). The
-   pass itself is the steps of the kernels above, p from the id. */
+   row's state for pass p is written (`ready`, set by the group that writes the state: the last
+   group of the pass to finish). A group waits only for groups with smaller ids, which have
+   started and wait only for smaller ids in turn: no assumption about which work-groups run
+   together (as onesweep's os_fused). The pass itself is the steps of the kernels above, p from
+   the id. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void topk_fused(${steps.pass_params("uint rows, ulong sync_off")})
 {
     const uint lid = get_local_id(0);
 ${steps.pass_locals("loc")}
-    /* the group's pass, row and place in the row, from its virtual id */
     __local uint l_vid;
     __global volatile uint* sync = AT(volatile uint, sync_off);
-    const uint vid = take_virtual_id(sync, &l_vid, lid);
     const uint per_pass = rows * groups_per_row;
+    const uint vid = start_fused_group(sync, per_pass, groups_per_row, temp, state_off, rows,
+                                       &l_vid, loc.state, lid);
     const uint p = vid / per_pass;
     const uint row = vid % per_pass / groups_per_row;
     const uint g = vid % groups_per_row;
-    __global volatile uint* ready = sync + 1 + row;   /* the row's passes whose state is written */
-    wait_for_state(ready, p, lid);
-    const row_state st = *state_copy(temp, state_off, p & 1, rows, row);
+    __global volatile uint* ready = sync + 1 + row;
+    const row_state st = *loc.state;
     __global row_state* state_next = state_copy(temp, state_off, (p + 1) & 1, rows, row);
 % if sample:
-    if (p == 0 && hand_on_skipped(st, state_next, row_counters(temp, counters_off, row), g, lid)) {
-        if (g == 0 && lid == 0)
-            release_store(ready, p + 1);   /* after the state it handed on */
-        return;
-    }
+    const bool hand_on = (st.flags & F_DONE) || (p == 0 && (st.flags & F_SKIP));
+% else:
+    const bool hand_on = (st.flags & F_DONE) != 0;
 % endif
-    if (hand_on_done(st, state_next, g, lid)) {
-        if (g == 0 && lid == 0)
-            release_store(ready, p + 1);   /* after the state it handed on */
+    if (hand_on) {
+        if (lid == 0)
+            hand_on_fused(st, p, groups_per_row, state_next, row_counters(temp, counters_off, row),
+                          ready);
         return;
     }
     pass_filter f = filter_of(st, p, pos_bits, flip);
@@ -329,9 +364,7 @@ ${steps.pass_locals("loc")}
         count_tiles(io, f, g, groups_per_row, loc.hist, lid);
     else
         select_tiles(io, f, g, groups_per_row, loc, lid);
-    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, loc, lid);
-    if (lid == 0 && *loc.last)
-        release_store(ready, p + 1);   /* this group wrote the state of pass p + 1 */
+    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, ready, loc, lid);
 }
 % endif
 % if sort_size:

@@ -159,25 +159,29 @@ def test_planner_survives_a_ranking_the_driver_cannot_compile(ctx, queue, rng):
 # ---------------------------------------------------------------- os_fused: one launch, one fill
 
 def needs_fused(ctx):
-    """Skip where fused_passes is refused (DeviceProfile.finishes_fused_waits: PoCL, where a wait
-    between its work-groups did not always finish; test_fused_refused checks the refusal there,
-    test_forward_progress runs the kernel there)."""
-    if not DeviceProfile.from_device(ctx.devices[0]).finishes_fused_waits:
-        pytest.skip("fused_passes is refused on this device")
+    """Skip where onesweep is refused (DeviceProfile.runs_started_groups_to_end: its work-groups
+    wait for ones that started before them; test_onesweep_refused checks the refusal)."""
+    if not DeviceProfile.from_device(ctx.devices[0]).runs_started_groups_to_end:
+        pytest.skip("onesweep is refused on this device")
 
 
-def test_fused_refused(ctx, queue, rng):
-    """Where os_fused is not reliable, asking for it is a PolicyError naming why, raised before
-    anything is enqueued; the planner's own choice there sorts."""
-    import pyopencl.array as cl_array
-    if DeviceProfile.from_device(ctx.devices[0]).finishes_fused_waits:
-        pytest.skip("fused_passes runs on this device")
-    keys = uniform(rng, np.uint32, 3 * TILE)
-    d = cl_array.to_device(queue, keys)
-    with pytest.raises(clradix.PolicyError, match="fused_passes is refused"):
-        make(ctx, "local", fused_passes=True).sort(queue, d)
-    assert np.array_equal(d.get(), keys)
-    check_sort(queue, clradix.Sorter(ctx), keys, "pairs")
+def test_onesweep_refused():
+    """On a device not known to run started work-groups to their end, onesweep (and with it
+    fused_passes) is a PolicyError naming the device and the remedy; reduce-then-scan is not."""
+    from clradix.core.keys import key_codec
+    from clradix.policies.sort import SortPolicy
+    from clradix.policies.sort_validate import validate
+    prof = DeviceProfile(name="Some FPGA", vendor="v", platform="p", driver_version="1",
+                         device_type="accelerator", compute_units=4, local_mem_bytes=65536,
+                         max_wg_size=256, max_alloc_bytes=1 << 30, extensions=frozenset())
+    kb = key_codec(np.uint32).itemsize
+    for fused in (False, True):
+        pol = SortPolicy("onesweep", 8, 64, 4, 4, ranking="local", sg_size=32,
+                         fused_passes=fused)
+        with pytest.raises(clradix.PolicyError, match="Some FPGA.*runs_started_groups_to_end.*"
+                                                      "reduce_then_scan"):
+            validate(pol, prof, kb, 4, n_keys=1000)
+    validate(SortPolicy("reduce_then_scan", 8, 64, 4, 4), prof, kb, 4)
 
 
 FUSED_DTYPES = [("uint8", 2), ("int16", 8), ("float16", 4), ("float32", 8), ("int32", 4),

@@ -290,10 +290,9 @@ def test_fused_build_failure_falls_back(ctx, queue, rng, monkeypatch):
         check_topk(queue, y, 3, selector=sel)
     assert not sel.planner.plan_topk(queue.device, codec, 2, y.shape[1], 3, True).fused
     check_topk(queue, y, 3, selector=sel)
-    if not ctx.devices[0].type & cl.device_type.CPU:   # (CPUs refuse fused=True itself)
-        asked = selector(ctx, "passes", fused=True)
-        with pytest.raises(clradix.KernelBuildError, match="refused"):
-            check_topk(queue, y, 3, selector=asked)
+    asked = selector(ctx, "passes", fused=True)
+    with pytest.raises(clradix.KernelBuildError, match="refused"):
+        check_topk(queue, y, 3, selector=asked)
 
 
 def test_threshold_build_failure_falls_back(ctx, queue, rng, monkeypatch):
@@ -320,10 +319,29 @@ def test_threshold_build_failure_falls_back(ctx, queue, rng, monkeypatch):
         check_topk(queue, y, 3, selector=asked)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.uint64, np.int8], ids=str)
+def test_fused_passes_on_this_device(ctx, queue, rng, dtype):
+    """The fused passes (topk_fused) asked for on the device under test, whatever the planner
+    would choose there (CPUs included): every route (unsorted, sorted in local memory, sorted by
+    the radix sort), several rows, rows where a digit settles the k-th early, and the threshold
+    pass's hand-on (rows of sample_min_row keys): exact."""
+    sel = selector(ctx, "passes", fused=True)
+    x = data.float_specials(rng, dtype, 3 * 5000).reshape(3, 5000)
+    for k, sorted_ in ((1, True), (37, False), (100, True), (4999, True)):
+        check_topk(queue, x, k, True, sorted_, selector=sel)
+    check_topk(queue, np.repeat(x[:, :40], 100, axis=1), 50, False, True, selector=sel)
+    sel.overrides.update(sample_min_row=1 << 15)
+    prof = sel.planner.profiles.get(queue.device)
+    plan = plan_topk(prof, key_codec(np.float32), 2, 1 << 15, 20, True, **sel.overrides)
+    assert plan.fused and plan.sample
+    check_topk(queue, rng.standard_normal((2, 1 << 15)).astype(np.float32), 20, selector=sel)
+
+
 def test_fused_plans():
     """The passes run as one launch (topk_fused) on NVIDIA GPUs unless fused=False, a launch each
-    on other devices unless fused=True; never for one-launch rows; refused on CPUs, naming the
-    option; a fused value that is not a bool is a TypeError."""
+    on other devices unless fused=True (CPUs included); never for one-launch rows; refused on a
+    device not known to run started work-groups to their end, naming the option; a fused value
+    that is not a bool is a TypeError."""
     f32 = key_codec(np.float32)
     nvidia, gpu = fake_profile(vendor="NVIDIA Corporation"), fake_profile()
     cpu = fake_profile(device_type="cpu")
@@ -339,8 +357,10 @@ def test_fused_plans():
     assert plan_topk(nvidia, f32, 1, 1 << 14, 100, True).single
     assert plan_topk(nvidia, f32, 4096, 1 << 15, 64, True).single  # rows fill the device
     assert not plan_topk(cpu, f32, 1, 1 << 20, 100, True, groups_per_cu=2).fused
-    with pytest.raises(clradix.PolicyError, match="fused=True"):
-        plan_topk(cpu, f32, 1, 1 << 20, 100, True, groups_per_cu=2, fused=True)
+    assert plan_topk(cpu, f32, 1, 1 << 20, 100, True, groups_per_cu=2, fused=True).fused
+    other = fake_profile(device_type="accelerator")
+    with pytest.raises(clradix.PolicyError, match="fused=True.*runs_started_groups_to_end"):
+        plan_topk(other, f32, 1, 1 << 20, 100, True, groups_per_cu=2, fused=True)
     with pytest.raises(TypeError, match="fused must be"):
         plan_topk(nvidia, f32, 1, 1 << 20, 100, True, fused="yes")
 

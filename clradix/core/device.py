@@ -39,14 +39,18 @@ class DeviceProfile:
         return self.device_type == "cpu"
 
     @property
-    def finishes_fused_waits(self):
-        """Whether kernels whose work-groups spin, inside one launch, until work-groups with
-        smaller virtual ids have done their part (os_fused's pass order, topk_fused's row states)
-        finished there under stress. Not on PoCL: both waited for ever there now and then with two
-        or four threads, although every work-group waited for had started, and the cause is not
-        found (docs/guarantees.md, "No hang"). The planner refuses those kernels where this is
-        False; a runtime's scheduling is a measured property, so it is kept here, in one place."""
-        return "portable computing language" not in self.platform.lower()
+    def runs_started_groups_to_end(self):
+        """Whether the device runs every work-group it has started until that work-group ends,
+        however long other work-groups of the launch spin meanwhile. OpenCL promises no such
+        thing. Kernels whose work-groups wait, with no spin limit, for work-groups that took a
+        smaller virtual id (onesweep's ring claim, os_fused's pass order, topk_fused's row states;
+        docs/guarantees.md, "No hang") finish only where it holds, and the planner refuses them
+        elsewhere: a scheduling property, kept here in one place. Measured on NVIDIA GPUs, PoCL's
+        pthread device and Intel's CPU runtime (each runs a started work-group to its end on one
+        thread) and oclgrind (one work-group at a time); held for every GPU, whose work-groups keep
+        their compute unit once resident; not held for other device types (accelerators), where
+        it is not measured."""
+        return self.device_type in ("gpu", "cpu")
 
     @property
     def is_nvidia(self):

@@ -42,12 +42,13 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
                           f"local memory fits one tile")
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
-    if policy.fused_passes and not profile.finishes_fused_waits:
-        raise PolicyError(f"fused_passes is refused on {dev}: os_fused's work-groups wait for "
-                          f"earlier passes inside one launch, and such waits did not always "
-                          f"finish there (DeviceProfile.finishes_fused_waits; docs/guarantees.md, "
-                          f"\"No hang\"); sort with fused_passes=False (the planner's choice "
-                          f"there)")
+    if policy.algorithm == "onesweep" and not profile.runs_started_groups_to_end:
+        raise PolicyError(f"the onesweep algorithm is refused on {dev}: its work-groups wait, with "
+                          f"no spin limit, for work-groups that started before them (the status "
+                          f"ring's claim; with fused_passes every pass's order), and this device "
+                          f"is not known to run a started work-group to its end while others "
+                          f"wait (DeviceProfile.runs_started_groups_to_end; docs/guarantees.md, "
+                          f"\"No hang\"); use algorithm=\"reduce_then_scan\"")
     if policy.fused_passes and n_keys is not None and n_keys > policy.ring_slots * policy.tile:
         raise PolicyError(f"fused_passes sorts at most ring_slots x tile = {policy.ring_slots} x "
                           f"{policy.tile} keys (its rings hold every tile of a pass: no slot is "

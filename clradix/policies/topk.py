@@ -228,16 +228,18 @@ def plan_topk(profile, codec, rows, row_len, k, sorted, *, idx_bytes=0, **overri
 
 
 def _fused(policy, profile):
-    """Whether the digit passes run as one launch: the policy's choice, else on NVIDIA GPUs. Its
-    work-groups wait for each other (spinning on a counter), which CPU runtimes do not promise to
-    let finish: refused there."""
+    """Whether the digit passes run as one launch: the policy's choice, else on NVIDIA GPUs (where
+    one launch saves host time). Its work-groups wait for each other with no spin limit (a pass's
+    groups spin until the row's state is written), which needs a device that runs started
+    work-groups to their end (DeviceProfile.runs_started_groups_to_end): refused elsewhere."""
     if policy.fused is None:
         return warp_aggregate(profile)
-    if policy.fused and (profile.is_cpu or not profile.finishes_fused_waits):
-        raise PolicyError(f"fused=True: the fused top-k passes wait between work-groups, which "
-                          f"{profile.describe()} (a CPU device, or one whose profile says such "
-                          f"waits did not always finish) does not run reliably; use fused=False "
-                          f"or None")
+    if policy.fused and not profile.runs_started_groups_to_end:
+        raise PolicyError(f"fused=True: the fused top-k passes' work-groups wait, with no spin "
+                          f"limit, for work-groups that started before them, and "
+                          f"{profile.describe()} is not known to run a started work-group to its "
+                          f"end while others wait (DeviceProfile.runs_started_groups_to_end); use "
+                          f"fused=False or None")
     return bool(policy.fused)
 
 
