@@ -282,7 +282,9 @@ STEP uint start_fused_group(__global volatile uint* sync, uint per_pass, uint gr
         *l_vid = vid;
         *l_state = *state_copy(temp, state_off, p & 1, rows, row);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* global too: the group then reads what the pass before wrote (its candidates), ordered
+       after work-item 0's acquire */
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     return *l_vid;
 }
 
