@@ -110,7 +110,7 @@ static inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
 {
     return (uint)(order_key(x, flip) >> shift) & digit_mask;
 }
-/* whether some keys' order_key and order_bits differ (is_special): float keys */
+/* whether some keys' order_key and order_bits differ (is_special): keys of a floating type */
 #define KEY_SPECIALS ${int(key_kind == "float")}
 /* the same digit by order_bits: equal to digit_of's for every key but -0.0 and the NaNs */
 static inline uint digit_of_bits(KEY_T x, uint shift, uint digit_mask, KEY_T flip)

@@ -39,7 +39,7 @@ void os_small(${common.stream_params(value_t, 14, restrict=False) | trim}
         const uint mask = (1u << min((uint)${radix_bits}, end_bit - shift)) - 1u;
         /* the keys: from the input for the first digit, else in the order of the one before */
         if (shift == begin_bit) {
-            load_keys(k, dig, keys_in, n, shift, mask, flip, w, lane);
+            load_keys(k, dig, keys_in, n, shift, mask, flip, 0, w, lane);
         } else {
 ${unroll}
             for (uint i = 0; i < IPT; ++i) {
