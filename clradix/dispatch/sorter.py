@@ -168,17 +168,9 @@ class Sorter:
                     n=None if n is None else check_n(n), default_dtype=np.uint32)
         codec = key_codec(k.dtype)
         n = k.n
-        if index_dtype is None and isinstance(out, cl_array.Array):
-            index_dtype = out.dtype
-        idx_dtype = check_index_dtype(index_dtype, n, "index_dtype" if out is None else "out")
+        idx_dtype, out_arr, o = self._index_output(queue, out, index_dtype, n, allocator)
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
-        if out is None:
-            out_arr = new_output(queue, "index output", idx_dtype, (n,),
-                                 allocator or self.allocator)
-            o = Operand(out_arr.base_data, 0, n, idx_dtype, out_arr, [])
-        else:
-            o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
-            out_arr = out
+        if out is not None:
             check_disjoint(k, o, "out", "the keys")
         wait = _events(wait_for) + k.events + o.events
 
@@ -195,6 +187,18 @@ class Sorter:
                             True, (k.buffer, None, None, o.buffer, None),
                             (k.offset, 0, 0, o.offset, 0), allocator, wait, checked)
         return out_arr, self._done(queue, evt, wait, o)
+
+    def _index_output(self, queue, out, index_dtype, n, allocator):
+        """(index dtype, the array returned, its Operand) of an index output: ``out`` (its dtype
+        unless ``index_dtype`` says otherwise) or a new array from the allocator."""
+        if index_dtype is None and isinstance(out, cl_array.Array):
+            index_dtype = out.dtype
+        idx_dtype = check_index_dtype(index_dtype, n, "index_dtype" if out is None else "out")
+        if out is None:
+            out_arr = new_output(queue, "index output", idx_dtype, (n,),
+                                 allocator or self.allocator)
+            return idx_dtype, out_arr, Operand(out_arr.base_data, 0, n, idx_dtype, out_arr, [])
+        return idx_dtype, out, operand(out, self.context, "out", dtype=idx_dtype, n=n)
 
     def lexsort(self, queue: cl.CommandQueue, keys: Union[Sequence[cl_array.Array],
                                                           cl_array.Array], *,
@@ -216,16 +220,8 @@ class Sorter:
         self._check_queue(queue)
         ops = permuted.key_operands(self, keys)
         n = ops[0].n
-        if index_dtype is None and isinstance(out, cl_array.Array):
-            index_dtype = out.dtype
-        idx_dtype = check_index_dtype(index_dtype, n, "index_dtype" if out is None else "out")
-        if out is None:
-            out_arr = new_output(queue, "index output", idx_dtype, (n,),
-                                 allocator or self.allocator)
-            o = Operand(out_arr.base_data, 0, n, idx_dtype, out_arr, [])
-        else:
-            o = operand(out, self.context, "out", dtype=idx_dtype, n=n)
-            out_arr = out
+        idx_dtype, out_arr, o = self._index_output(queue, out, index_dtype, n, allocator)
+        if out is not None:
             for i, k in enumerate(ops):
                 check_disjoint(k, o, "out", f"keys[{i}]")
         wait = _events(wait_for) + o.events
