@@ -25,7 +25,8 @@
 ##                 pass whose keys all share a digit skipped
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), lines
-## (the scatter's write-combining lines; the whole-array kernels only), value_t
+## (the scatter's write-combining lines; the whole-array kernels only), buckets (the bucket
+## sort's kernels: cb_starts, cb_buckets; the whole-array kernels only), value_t
 ## (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
 ## off_t (None: the whole-array kernels; "int" or "long": the segmented ones, 8-bit digits).
 <%namespace name="common" file="common.mako"/>
@@ -377,6 +378,208 @@ __kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off
                      vals + lo, vscr + lo,
 % endif
                      len, begin_bit, end_bit, flip);
+    }
+}
+% endif
+% if buckets:
+<%
+    BMAXP = -(-key_bits // 8)
+    def vp(a, b, pad):
+        """the values' pointers of a bucket routine's parameter list (nothing for keys only)"""
+        if not value_t:
+            return ""
+        return f"__global VALUE_T* {a}, __global VALUE_T* {b},\n{' ' * pad}"
+    def va(a, b):
+        return f"{a}, {b}, " if value_t else ""
+%>
+## The bucket sort (buckets): after one chunked pass by the top digit (cc_count, cc_scatter into
+## a buffer A), bucket d is the keys [starts[d], starts[d + 1]) of A, and each bucket is sorted on
+## its own by a work-item (cb_buckets) through the same range of a buffer B, where it ends. A
+## bucket of at most bucket_keys keys stays in the core's cache through its passes: one read
+## counts every remaining 8-bit digit (counts do not depend on the order a pass leaves), then an
+## LSD pass per digit that is not constant in the bucket, between A and B; a larger bucket is
+## first split by its next 8 bits (A to B, stable), and each part sorted so. The MSD pass and the
+## passes within a bucket are stable, so the whole sort is.
+#define BMAXP ${BMAXP}
+/* a bucket (or a part) of at most this many keys is sorted by insertion */
+#define INSERTION_KEYS 32
+
+/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n */
+__kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint chunks,
+                                 uint buckets, __global INDEX_T* restrict starts)
+{
+    INDEX_T run = 0;
+    for (uint d = 0; d < buckets; ++d) {
+        starts[d] = run;
+        for (uint c = 0; c < chunks; ++c)
+            run += counts[(INDEX_T)d * chunks + c];
+    }
+    starts[buckets] = run;
+}
+
+/* bits [lo, hi) of x's order key (lo < hi) */
+static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip)
+{
+    const KEY_T k = order_key(x, flip) >> lo;
+    const uint bits = hi - lo;
+    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
+}
+
+/* len keys (and values) copied from x to y */
+static void cb_copy(__global const KEY_T* x, __global KEY_T* y,
+                    ${vp("vx", "vy", 20)}INDEX_T len)
+{
+    for (INDEX_T i = 0; i < len; ++i) {
+        y[i] = x[i];
+% if value_t:
+        vy[i] = vx[i];
+% endif
+    }
+}
+
+/* the len keys at x (values at vx) stably sorted in place by bits [lo, hi) (lo < hi) */
+static void cb_insertion(__global KEY_T* x,${" __global VALUE_T* vx," if value_t else ""} INDEX_T len,
+                         uint lo, uint hi, KEY_T flip)
+{
+    for (INDEX_T i = 1; i < len; ++i) {
+        const KEY_T k = x[i];
+        const KEY_T kk = cb_key(k, lo, hi, flip);
+% if value_t:
+        const VALUE_T v = vx[i];
+% endif
+        INDEX_T j = i;
+        while (j > 0 && cb_key(x[j - 1], lo, hi, flip) > kk) {
+            x[j] = x[j - 1];
+% if value_t:
+            vx[j] = vx[j - 1];
+% endif
+            --j;
+        }
+        x[j] = k;
+% if value_t:
+        vx[j] = v;
+% endif
+    }
+}
+
+/* the len keys at x stably sorted by bits [lo, hi) by 8-bit LSD passes between x and y (values
+   vx, vy alike), the result in y when end_in_y, else in x. One read counts every pass's digits;
+   a pass whose digit all keys share is skipped. */
+static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}INDEX_T len,
+                   uint lo, uint hi, KEY_T flip, uint end_in_y)
+{
+    const uint npasses = (hi - lo + 7) / 8;
+    INDEX_T hist[BMAXP * 256];
+    for (uint e = 0; e < npasses * 256; ++e)
+        hist[e] = 0;
+    for (INDEX_T i = 0; i < len; ++i) {
+        KEY_T k = cb_key(x[i], lo, hi, flip);
+        for (uint p = 0; p < BMAXP; ++p) {
+            if (p < npasses)
+                hist[p * 256 + ((uint)k & 255)] += 1;
+            k >>= 8;
+        }
+    }
+    __global KEY_T* src = x;
+    __global KEY_T* dst = y;
+% if value_t:
+    __global VALUE_T* vsrc = vx;
+    __global VALUE_T* vdst = vy;
+% endif
+    for (uint p = 0; p < npasses; ++p) {
+        __private INDEX_T* h = hist + p * 256;
+        const uint shift = lo + 8 * p;
+        const uint bits = hi - shift < 8 ? hi - shift : 8;
+        const uint mask = (1u << bits) - 1;
+        if (h[digit_of(src[0], shift, mask, flip)] == len)
+            continue;   /* every key has the same digit: the pass keeps the order */
+        INDEX_T run = 0;
+        for (uint d = 0; d <= mask; ++d) {
+            const INDEX_T c = h[d];
+            h[d] = run;
+            run += c;
+        }
+        for (INDEX_T i = 0; i < len; ++i) {
+            const KEY_T k = src[i];
+            const INDEX_T o = h[digit_of(k, shift, mask, flip)]++;
+            dst[o] = k;
+% if value_t:
+            vdst[o] = vsrc[i];
+% endif
+        }
+        __global KEY_T* t = src; src = dst; dst = t;
+% if value_t:
+        __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
+% endif
+    }
+    if ((src == y) != (end_in_y != 0))
+        cb_copy(src, dst, ${va("vsrc", "vdst")}len);
+}
+
+/* bucket d of the top digit: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits
+   [lo_bit, hi_bit) into the same range of keys_b (values likewise) */
+__kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_off,
+                                  __global KEY_T* restrict keys_b, ulong keys_b_off,
+% if value_t:
+                                  __global VALUE_T* restrict vals_a, ulong vals_a_off,
+                                  __global VALUE_T* restrict vals_b, ulong vals_b_off,
+% endif
+                                  __global const INDEX_T* restrict starts, uint lo_bit,
+                                  uint hi_bit, KEY_T flip, INDEX_T bucket_keys)
+{
+    const uint d = get_global_id(0);
+    const INDEX_T first = starts[d];
+    const INDEX_T len = starts[d + 1] - first;
+    if (len == 0)
+        return;
+    __global KEY_T* a = keys_a + keys_a_off + first;
+    __global KEY_T* b = keys_b + keys_b_off + first;
+% if value_t:
+    __global VALUE_T* va = vals_a + vals_a_off + first;
+    __global VALUE_T* vb = vals_b + vals_b_off + first;
+% endif
+    if (lo_bit == hi_bit || len <= INSERTION_KEYS) {
+        cb_copy(a, b, ${va("va", "vb")}len);
+        if (lo_bit < hi_bit)
+            cb_insertion(b, ${"vb, " if value_t else ""}len, lo_bit, hi_bit, flip);
+        return;
+    }
+    if (len <= bucket_keys || hi_bit - lo_bit <= 8) {
+        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 1);
+        return;
+    }
+    /* a bucket over the cache bound: split by bits [mid, hi_bit) from a to b first */
+    const uint mid = hi_bit - 8;
+    INDEX_T at[256], part[256];
+    for (uint e = 0; e < 256; ++e)
+        at[e] = 0;
+    for (INDEX_T i = 0; i < len; ++i)
+        at[digit_of(a[i], mid, 255, flip)] += 1;
+    if (at[digit_of(a[0], mid, 255, flip)] == len) {   /* one part: no split */
+        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 1);
+        return;
+    }
+    INDEX_T run = 0;
+    for (uint e = 0; e < 256; ++e) {
+        part[e] = run;
+        run += at[e];
+        at[e] = part[e];
+    }
+    for (INDEX_T i = 0; i < len; ++i) {
+        const KEY_T k = a[i];
+        const INDEX_T o = at[digit_of(k, mid, 255, flip)]++;
+        b[o] = k;
+% if value_t:
+        vb[o] = va[i];
+% endif
+    }
+    for (uint e = 0; e < 256; ++e) {   /* part e: b [part[e], at[e]), sorted where it is */
+        const INDEX_T plen = at[e] - part[e];
+        const INDEX_T o = part[e];
+        if (plen <= INSERTION_KEYS)
+            cb_insertion(b + o, ${"vb + o, " if value_t else ""}plen, lo_bit, mid, flip);
+        else
+            cb_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, 0);
     }
 }
 % endif

@@ -42,6 +42,10 @@ class SortPolicy:
     fused_passes: bool = False    # onesweep: the histogram, the scan and every digit pass in one
     #                               launch after one fill (os_fused; n <= ring_slots x tile:
     #                               its rings hold every tile of a pass, no slot is reused)
+    bucket_keys: int = 0          # chunks: 0, LSD passes over the whole array; else one pass by
+    #                               the top digit (radix_bits) into buckets, each then sorted by
+    #                               a work-item in the cache, a bucket of more than bucket_keys
+    #                               keys split by its next 8 bits first (chunks.cl.mako)
 
     @property
     def tile(self):

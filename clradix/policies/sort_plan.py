@@ -16,7 +16,7 @@ from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, chunk_radix_bits, nvidia
 from .sort_validate import validate
 
 # The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
-_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu"}
+_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu", "bucket_keys"}
 # The fields that fix the shape of a one-work-group sort (the planner then sizes no tile to n).
 _TILE_FIELDS = {"algorithm", "radix_bits", "wg_size", "items_per_thread"}
 
