@@ -463,8 +463,11 @@ static void cb_insertion(__global KEY_T* x,${" __global VALUE_T* vx," if value_t
 }
 
 /* the len keys at x stably sorted by bits [lo, hi) by 8-bit LSD passes between x and y (values
-   vx, vy alike), the result in y when end_in_y, else in x. One read counts every pass's digits;
-   a pass whose digit all keys share is skipped. */
+   vx, vy alike), the result in y when end_in_y, else in x. One read counts every pass's digits
+   and copies the keys to y, which brings y's lines into the cache (where the first pass would
+   otherwise miss on each of them, in no order a prefetcher follows); with the keys in both, the
+   passes start from whichever makes the last one write the result's place. A pass whose digit
+   all keys share is skipped. */
 static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}INDEX_T len,
                    uint lo, uint hi, KEY_T flip, uint end_in_y)
 {
@@ -472,19 +475,36 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
     INDEX_T hist[BMAXP * 256];
     for (uint e = 0; e < npasses * 256; ++e)
         hist[e] = 0;
-    for (INDEX_T i = 0; i < len; ++i) {
-        KEY_T k = cb_key(x[i], lo, hi, flip);
-        for (uint p = 0; p < BMAXP; ++p) {
-            if (p < npasses)
-                hist[p * 256 + ((uint)k & 255)] += 1;
-            k >>= 8;
+    switch (npasses) {   /* (a loop of its own for each pass count: no branch a key) */
+% for m in range(1, BMAXP + 1):
+    case ${m}:
+        for (INDEX_T i = 0; i < len; ++i) {
+            const KEY_T x_i = x[i];
+            y[i] = x_i;
+%   if value_t:
+            vy[i] = vx[i];
+%   endif
+            const KEY_T k = cb_key(x_i, lo, hi, flip);
+%   for p in range(m):
+            hist[${p * 256}u + ((uint)(k >> ${8 * p}) & 255)] += 1;
+%   endfor
         }
+        break;
+% endfor
     }
-    __global KEY_T* src = x;
-    __global KEY_T* dst = y;
+    uint moving = 0;   /* the passes whose digit is not constant */
+    for (uint p = 0; p < npasses; ++p) {
+        const uint shift = lo + 8 * p;
+        const uint bits = hi - shift < 8 ? hi - shift : 8;
+        moving += hist[p * 256 + digit_of(x[0], shift, (1u << bits) - 1, flip)] != len;
+    }
+    /* after an odd number of passes the keys are in the other buffer than the first's */
+    const uint from_x = (moving & 1) == (end_in_y != 0);
+    __global KEY_T* src = from_x ? x : y;
+    __global KEY_T* dst = from_x ? y : x;
 % if value_t:
-    __global VALUE_T* vsrc = vx;
-    __global VALUE_T* vdst = vy;
+    __global VALUE_T* vsrc = from_x ? vx : vy;
+    __global VALUE_T* vdst = from_x ? vy : vx;
 % endif
     for (uint p = 0; p < npasses; ++p) {
         __private INDEX_T* h = hist + p * 256;
@@ -512,8 +532,6 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
         __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
 % endif
     }
-    if ((src == y) != (end_in_y != 0))
-        cb_copy(src, dst, ${va("vsrc", "vdst")}len);
 }
 
 /* bucket d of the top digit: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits
