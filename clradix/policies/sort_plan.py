@@ -11,7 +11,8 @@ from ..core.errors import PolicyError
 from ..core.sizes import index_bytes
 from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
 from .sort import check_radix_bits, check_sort_overrides
-from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, chunk_radix_bits, nvidia_pass_tile,
+from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
+                            nvidia_pass_tile,
                             default_policy, small_policy_entry, workgroup_cpu_policy)
 from .sort_validate import validate
 
@@ -60,8 +61,15 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if algorithm == "single_wg":
         return small or replace(DEFAULTS["small"], **fields)
     policy = replace(base, **fields)
-    if policy.algorithm == "chunks" and "radix_bits" not in fields:
-        policy = replace(policy, radix_bits=chunk_radix_bits(codec.itemsize, n))
+    if policy.algorithm == "chunks":
+        # the buckets where the caller set neither them nor the digit width (bucket_keys=0: the
+        # LSD passes); a caller's bucket_keys with the planner's top digit
+        bits, bucket_keys = bucket_fields(codec.itemsize, value_bytes, n)
+        if not ({"radix_bits", "bucket_keys"} & set(fields)):
+            policy = replace(policy, bucket_keys=bucket_keys)
+        if "radix_bits" not in fields:
+            policy = replace(policy, radix_bits=bits if policy.bucket_keys
+                             else chunk_radix_bits(codec.itemsize, n))
     kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
     policy = _fit(policy, profile, set(fields), lambda pol: pol.local_bytes(kb, ib, vb),
                   three_quarters, keep_ranking=True)
