@@ -4,6 +4,8 @@ wider than 8 bits through a write-combining line per digit). ChunkBuckets (a pol
 bucket_keys): one such pass by the top digit, then each bucket sorted by a work-item of its own
 within the cache."""
 
+from typing import Tuple
+
 from ..core.keys import VALUE_BYTES
 from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
 from ..core.sizes import index_bytes
@@ -19,7 +21,7 @@ LINES_ABOVE_BITS = 8
 
 class Chunks(BlockCounts):
     template = "chunks.cl.mako"
-    kernel_names = ("cc_count", "cc_scatter")
+    kernel_names: Tuple[str, ...] = ("cc_count", "cc_scatter")
 
     def template_params(self, policy, profile, device):
         # the whole-array kernels
