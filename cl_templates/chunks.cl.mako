@@ -18,11 +18,9 @@
 ##   cs_check    - one work-item: info[0] = whether the offsets are invalid (not non-decreasing or
 ##                 outside [0, n]); cs_segments then returns at once. The verdict is an INDEX_T, as
 ##                 seg_plan's (segmented.cl.mako): the host reads it back as the index type
-##   cs_segments - work-item w sorts segments [w * spi, (w + 1) * spi): a segment of at most
-##                 INSERTION_MAX keys by a stable insertion sort, a longer one by 8-bit LSD passes
-##                 between it and its place in a scratch buffer, every pass's digits counted in one
-##                 read (the segment's digit counts do not depend on the order a pass leaves) and a
-##                 pass whose keys all share a digit skipped
+##   cs_segments - work-item w sorts segments [w * spi, (w + 1) * spi), each as the bucket sort
+##                 sorts a bucket (cb_insertion, cb_lsd) between it and its place in a scratch
+##                 buffer, where it ends
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), lines
 ## (the scatter's write-combining lines; the whole-array kernels only), buckets (the bucket
@@ -207,181 +205,7 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
     }
 % endif
 }
-% if off_t:
-<%
-    SEG_BITS = 8
-    MAXP = -(-key_bits // SEG_BITS)
-%>
-#define OFF_T ${off_t}
-#define SEG_RADIX ${1 << SEG_BITS}
-#define MAXP ${MAXP}
-#define INSERTION_MAX 24
-
-/* the first key of segment s (and the end of segment s - 1) */
-static inline INDEX_T bound(__global const OFF_T* offsets, INDEX_T row_len, INDEX_T s)
-{
-    return row_len ? s * row_len : (INDEX_T)offsets[s];
-}
-
-__kernel ONE_ITEM void cs_check(__global const OFF_T* restrict offsets, ulong offsets_off,
-                                INDEX_T nseg, INDEX_T n, __global INDEX_T* restrict info)
-{
-    offsets += offsets_off;
-    OFF_T prev = offsets[0];
-    uint bad = prev < 0 || (ulong)prev > (ulong)n;
-    for (INDEX_T s = 1; s <= nseg; ++s) {
-        const OFF_T o = offsets[s];
-        bad |= (uint)(o < prev) | (uint)((ulong)o > (ulong)n);
-        prev = o;
-    }
-    info[0] = (INDEX_T)bad;
-}
-
-/* the sort key of x: its order key's bits [begin_bit, end_bit) */
-static inline KEY_T range_key(KEY_T x, uint begin_bit, uint end_bit, KEY_T flip)
-{
-    if (end_bit == begin_bit)
-        return 0;
-    KEY_T k = order_key(x, flip) >> begin_bit;
-    const uint bits = end_bit - begin_bit;
-    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
-}
-
-/* the len keys at a (and values at va) stably sorted by bits [begin_bit, end_bit) of their order
-   keys, through the scratch b (vb) of the same length */
-static void sort_run(__global KEY_T* a, __global KEY_T* b,
-% if value_t:
-                     __global VALUE_T* va, __global VALUE_T* vb,
-% endif
-                     INDEX_T len, uint begin_bit, uint end_bit, KEY_T flip)
-{
-    if (len <= INSERTION_MAX) {
-        for (INDEX_T i = 1; i < len; ++i) {
-            const KEY_T x = a[i];
-            const KEY_T kx = range_key(x, begin_bit, end_bit, flip);
-% if value_t:
-            const VALUE_T v = va[i];
-% endif
-            INDEX_T j = i;
-            while (j > 0 && range_key(a[j - 1], begin_bit, end_bit, flip) > kx) {
-                a[j] = a[j - 1];
-% if value_t:
-                va[j] = va[j - 1];
-% endif
-                --j;
-            }
-            a[j] = x;
-% if value_t:
-            va[j] = v;
-% endif
-        }
-        return;
-    }
-    const uint npasses = (end_bit - begin_bit + ${SEG_BITS - 1}) / ${SEG_BITS};
-    INDEX_T hist[MAXP * SEG_RADIX];
-    for (uint e = 0; e < MAXP * SEG_RADIX; ++e)
-        hist[e] = 0;
-    for (INDEX_T i = 0; i < len; ++i) {
-        KEY_T k = range_key(a[i], begin_bit, end_bit, flip);
-        for (uint p = 0; p < MAXP; ++p) {
-            if (p < npasses)
-                hist[p * SEG_RADIX + ((uint)k & (SEG_RADIX - 1))] += 1;
-            k >>= ${SEG_BITS};
-        }
-    }
-    __global KEY_T* src = a;
-    __global KEY_T* dst = b;
-% if value_t:
-    __global VALUE_T* vsrc = va;
-    __global VALUE_T* vdst = vb;
-% endif
-    for (uint p = 0; p < npasses; ++p) {
-        __private INDEX_T* h = hist + p * SEG_RADIX;
-        const uint shift = p * ${SEG_BITS};
-        const uint d0 = (uint)(range_key(src[0], begin_bit, end_bit, flip) >> shift)
-                        & (SEG_RADIX - 1);
-        if (h[d0] == len)
-            continue;   /* every key has the same digit: the pass keeps the order */
-        INDEX_T run = 0;
-        for (uint d = 0; d < SEG_RADIX; ++d) {
-            const INDEX_T c = h[d];
-            h[d] = run;
-            run += c;
-        }
-        for (INDEX_T i = 0; i < len; ++i) {
-            const KEY_T x = src[i];
-            const INDEX_T o = h[(uint)(range_key(x, begin_bit, end_bit, flip) >> shift)
-                                & (SEG_RADIX - 1)]++;
-            dst[o] = x;
-% if value_t:
-            vdst[o] = vsrc[i];
-% endif
-        }
-        __global KEY_T* t = src; src = dst; dst = t;
-% if value_t:
-        __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
-% endif
-    }
-    if (src != a) {
-        for (INDEX_T i = 0; i < len; ++i) {
-            a[i] = src[i];
-% if value_t:
-            va[i] = vsrc[i];
-% endif
-        }
-    }
-}
-
-/* Segments [w * spi, (w + 1) * spi) of work-item w. In place: keys (and vals) through the scratch
-   kscr (vscr). argsort: the keys are only read; each segment's keys are copied to kcopy, the
-   positions within the segment made in vals, and both sorted through kscr / vscr. */
-__kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off,
-                                   __global KEY_T* restrict kscr, ulong kscr_off,
-                                   __global KEY_T* restrict kcopy, ulong kcopy_off,
-% if value_t:
-                                   __global VALUE_T* restrict vals, ulong vals_off,
-                                   __global VALUE_T* restrict vscr, ulong vscr_off,
-% endif
-                                   __global const OFF_T* restrict offsets, ulong offsets_off,
-                                   INDEX_T nseg, INDEX_T row_len, uint spi,
-                                   __global const INDEX_T* restrict info, uint check,
-                                   uint begin_bit, uint end_bit, KEY_T flip, uint argsort)
-{
-    if (check && info[0])
-        return;
-    const INDEX_T s0 = (INDEX_T)get_global_id(0) * spi;
-    const INDEX_T s1 = min(s0 + spi, nseg);
-    offsets += offsets_off;
-    keys += keys_off;
-    kscr += kscr_off;
-    kcopy += kcopy_off;
-% if value_t:
-    vals += vals_off;
-    vscr += vscr_off;
-% endif
-    for (INDEX_T s = s0; s < s1; ++s) {
-        const INDEX_T lo = bound(offsets, row_len, s);
-        const INDEX_T len = bound(offsets, row_len, s + 1) - lo;
-        __global KEY_T* a = keys + lo;
-% if value_t:
-        if (argsort) {
-            a = kcopy + lo;
-            for (INDEX_T i = 0; i < len; ++i) {
-                a[i] = keys[lo + i];
-                vals[lo + i] = (VALUE_T)i;
-            }
-        }
-% endif
-        if (len > 1)
-            sort_run(a, kscr + lo,
-% if value_t:
-                     vals + lo, vscr + lo,
-% endif
-                     len, begin_bit, end_bit, flip);
-    }
-}
-% endif
-% if buckets:
+% if buckets or off_t:
 <%
     BMAXP = -(-key_bits // 8)
     def vp(a, b, pad):
@@ -392,7 +216,8 @@ __kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off
     def va(a, b):
         return f"{a}, {b}, " if value_t else ""
 %>
-## The bucket sort (buckets): after one chunked pass by the top digit (cc_count, cc_scatter into
+## The in-cache sort of one run of keys by one work-item (cb_insertion, cb_lsd: the buckets' and
+## the segments'), and the bucket sort (buckets): after one chunked pass by the top digit (cc_count, cc_scatter into
 ## a buffer A), bucket d is the keys [starts[d], starts[d + 1]) of A, and each bucket is sorted on
 ## its own by a work-item (cb_buckets) through the same range of a buffer B, where it ends. A
 ## bucket of at most bucket_keys keys stays in the core's cache through its passes: one read
@@ -403,19 +228,6 @@ __kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off
 #define BMAXP ${BMAXP}
 /* a bucket (or a part) of at most this many keys is sorted by insertion */
 #define INSERTION_KEYS 32
-
-/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n */
-__kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint chunks,
-                                 uint buckets, __global INDEX_T* restrict starts)
-{
-    INDEX_T run = 0;
-    for (uint d = 0; d < buckets; ++d) {
-        starts[d] = run;
-        for (uint c = 0; c < chunks; ++c)
-            run += counts[(INDEX_T)d * chunks + c];
-    }
-    starts[buckets] = run;
-}
 
 /* bits [lo, hi) of x's order key (lo < hi) */
 static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip)
@@ -534,6 +346,21 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
     }
 }
 
+% endif
+% if buckets:
+/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n */
+__kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint chunks,
+                                 uint buckets, __global INDEX_T* restrict starts)
+{
+    INDEX_T run = 0;
+    for (uint d = 0; d < buckets; ++d) {
+        starts[d] = run;
+        for (uint c = 0; c < chunks; ++c)
+            run += counts[(INDEX_T)d * chunks + c];
+    }
+    starts[buckets] = run;
+}
+
 /* bucket d of the top digit: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits
    [lo_bit, hi_bit) into the same range of keys_b (values likewise) */
 __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_off,
@@ -598,6 +425,94 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
             cb_insertion(b + o, ${"vb + o, " if value_t else ""}plen, lo_bit, mid, flip);
         else
             cb_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, 0);
+    }
+}
+% endif
+% if off_t:
+#define OFF_T ${off_t}
+
+/* the first key of segment s (and the end of segment s - 1) */
+static inline INDEX_T bound(__global const OFF_T* offsets, INDEX_T row_len, INDEX_T s)
+{
+    return row_len ? s * row_len : (INDEX_T)offsets[s];
+}
+
+__kernel ONE_ITEM void cs_check(__global const OFF_T* restrict offsets, ulong offsets_off,
+                                INDEX_T nseg, INDEX_T n, __global INDEX_T* restrict info)
+{
+    offsets += offsets_off;
+    OFF_T prev = offsets[0];
+    uint bad = prev < 0 || (ulong)prev > (ulong)n;
+    for (INDEX_T s = 1; s <= nseg; ++s) {
+        const OFF_T o = offsets[s];
+        bad |= (uint)(o < prev) | (uint)((ulong)o > (ulong)n);
+        prev = o;
+    }
+    info[0] = (INDEX_T)bad;
+}
+
+/* the len keys at a (and values at va) stably sorted by bits [begin_bit, end_bit) of their order
+   keys, through the scratch b (vb) of the same length: in the cache, as a bucket is (cb_lsd) */
+static void sort_run(__global KEY_T* a, __global KEY_T* b,
+% if value_t:
+                     __global VALUE_T* va, __global VALUE_T* vb,
+% endif
+                     INDEX_T len, uint begin_bit, uint end_bit, KEY_T flip)
+{
+    if (begin_bit == end_bit)
+        return;
+    if (len <= INSERTION_KEYS)
+        cb_insertion(a, ${"va, " if value_t else ""}len, begin_bit, end_bit, flip);
+    else
+        cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
+}
+
+/* Segments [w * spi, (w + 1) * spi) of work-item w. In place: keys (and vals) through the scratch
+   kscr (vscr). argsort: the keys are only read; each segment's keys are copied to kcopy, the
+   positions within the segment made in vals, and both sorted through kscr / vscr. */
+__kernel ONE_ITEM void cs_segments(__global KEY_T* restrict keys, ulong keys_off,
+                                   __global KEY_T* restrict kscr, ulong kscr_off,
+                                   __global KEY_T* restrict kcopy, ulong kcopy_off,
+% if value_t:
+                                   __global VALUE_T* restrict vals, ulong vals_off,
+                                   __global VALUE_T* restrict vscr, ulong vscr_off,
+% endif
+                                   __global const OFF_T* restrict offsets, ulong offsets_off,
+                                   INDEX_T nseg, INDEX_T row_len, uint spi,
+                                   __global const INDEX_T* restrict info, uint check,
+                                   uint begin_bit, uint end_bit, KEY_T flip, uint argsort)
+{
+    if (check && info[0])
+        return;
+    const INDEX_T s0 = (INDEX_T)get_global_id(0) * spi;
+    const INDEX_T s1 = min(s0 + spi, nseg);
+    offsets += offsets_off;
+    keys += keys_off;
+    kscr += kscr_off;
+    kcopy += kcopy_off;
+% if value_t:
+    vals += vals_off;
+    vscr += vscr_off;
+% endif
+    for (INDEX_T s = s0; s < s1; ++s) {
+        const INDEX_T lo = bound(offsets, row_len, s);
+        const INDEX_T len = bound(offsets, row_len, s + 1) - lo;
+        __global KEY_T* a = keys + lo;
+% if value_t:
+        if (argsort) {
+            a = kcopy + lo;
+            for (INDEX_T i = 0; i < len; ++i) {
+                a[i] = keys[lo + i];
+                vals[lo + i] = (VALUE_T)i;
+            }
+        }
+% endif
+        if (len > 1)
+            sort_run(a, kscr + lo,
+% if value_t:
+                     vals + lo, vscr + lo,
+% endif
+                     len, begin_bit, end_bit, flip);
     }
 }
 % endif
