@@ -261,6 +261,19 @@ def test_chunks_write_combining_lines(g, rng, dtype, mode):
 
 @pytest.mark.parametrize("mode", conftest.SORT_OPS)
 @pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
+def test_chunk_buckets(g, rng, dtype, mode):
+    """The chunked sort's buckets (one pass by the top digit, then a work-item per bucket): a
+    bound of 40 keys, so that buckets are sorted by insertion, by passes in the cache and split
+    first (half the keys repeat 20 values: large buckets), keys 3 elements into their buffer."""
+    sorter = g.sorter(algorithm="chunks", bucket_keys=40, wg_size=1, items_per_thread=37,
+                      blocks_per_cu=8)
+    keys = float_specials(rng, dtype, 900)
+    keys[:450] = keys[rng.integers(0, 20, 450)]
+    check_sort(g, sorter, keys, mode, pad=3, rng=rng)
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+@pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
 def test_single_wg_8bit_ranking(g, rng, dtype, mode):
     """os_small (single_wg with 8-bit digits): two 16-wide (emulated) subgroups rank every digit
     in local memory; a bit range of two digits and one of a part of a digit too."""
