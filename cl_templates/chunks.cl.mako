@@ -50,6 +50,14 @@
 ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, 1, 1,
                       value_t)}
 #define ONE_ITEM __attribute__((reqd_work_group_size(1, 1, 1)))
+<%def name="top_digit()">\
+% if buckets:
+    /* the bucket sort's top digit: placed by the keys' span (cb_span) */
+    const uint shift = top_shift(span, chunks, lo_bit, digit_mask);
+% else:
+    const uint shift = shift_arg;
+% endif
+</%def>
 /* keys per write-combining line of the scatter: one 64-byte cache line */
 #define WC ${line_keys(key_bits)}
 
@@ -60,11 +68,67 @@ static inline void chunk_range(INDEX_T n, INDEX_T chunk_len, uint c, INDEX_T* lo
     *hi = min(*lo + chunk_len, n);
 }
 
+% if buckets or off_t:
+/* bits [lo, hi) of x's order key (lo < hi) */
+static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip)
+{
+    const KEY_T k = order_key(x, flip) >> lo;
+    const uint bits = hi - lo;
+    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
+}
+% endif
+% if buckets:
+
+/* span[2c], span[2c + 1]: the OR and the AND of bits [lo, hi) of chunk c's order keys */
+__kernel ONE_ITEM void cb_span(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
+                               INDEX_T chunk_len, uint lo_bit, uint hi_bit, KEY_T flip,
+                               __global KEY_T* restrict span)
+{
+    const uint c = get_global_id(0);
+    INDEX_T lo, hi;
+    chunk_range(n, chunk_len, c, &lo, &hi);
+    keys += keys_off;
+    KEY_T any = 0, all = (KEY_T)~(KEY_T)0;
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T k = cb_key(keys[i], lo_bit, hi_bit, flip);
+        any |= k;
+        all &= k;
+    }
+    span[2 * c] = any;
+    span[2 * c + 1] = all;
+}
+
+/* The top digit's shift: its digit_mask-wide digit ends at the highest bit of [lo, hi) that
+   differs among the keys (bits above it are the same in every key: they order nothing), or
+   starts at lo where fewer bits differ. */
+static inline uint top_shift(__global const KEY_T* span, uint chunks, uint lo, uint digit_mask)
+{
+    KEY_T any = 0, all = (KEY_T)~(KEY_T)0;
+    for (uint c = 0; c < chunks; ++c) {
+        any |= span[2 * c];
+        all &= span[2 * c + 1];
+    }
+    KEY_T differ = (KEY_T)(any ^ all);
+    uint top = lo;   /* one past the highest differing bit */
+    while (differ) {
+        ++top;
+        differ >>= 1;
+    }
+    const uint bits = popcount(digit_mask);
+    return top >= lo + bits ? top - bits : lo;
+}
+
+% endif
 /* counts[d * chunks + c]: how many keys of chunk c have digit d in this pass */
 __kernel ONE_ITEM void cc_count(__global const KEY_T* restrict keys, ulong keys_off,
                                 __global INDEX_T* restrict counts, INDEX_T n, INDEX_T chunk_len,
-                                uint chunks, uint shift, uint digit_mask, KEY_T flip)
+                                uint chunks, uint shift_arg, uint digit_mask, KEY_T flip
+% if buckets:
+                                , __global const KEY_T* restrict span, uint lo_bit
+% endif
+                                )
 {
+${top_digit()}
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
     chunk_range(n, chunk_len, c, &lo, &hi);
@@ -113,8 +177,11 @@ static inline void wc_flush(__global const KEY_T* kbuf, __global KEY_T* keys_out
    before and after (the digit's first and last) is copied only where it is this chunk's. */
 __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
                                   __global const INDEX_T* restrict counts, INDEX_T n,
-                                  INDEX_T chunk_len, uint chunks, uint shift, uint digit_mask,
-                                  KEY_T flip,
+                                  INDEX_T chunk_len, uint chunks, uint shift_arg,
+                                  uint digit_mask, KEY_T flip,
+% if buckets:
+                                  __global const KEY_T* restrict span, uint lo_bit,
+% endif
 % if lines and value_t:
                                   __global VALUE_T* restrict wc_vals,
 % endif
@@ -123,6 +190,7 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
 % endif
                                   uint write_keys)
 {
+${top_digit()}
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
     chunk_range(n, chunk_len, c, &lo, &hi);
@@ -228,14 +296,6 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
 #define BMAXP ${BMAXP}
 /* a bucket (or a part) of at most this many keys is sorted by insertion */
 #define INSERTION_KEYS 32
-
-/* bits [lo, hi) of x's order key (lo < hi) */
-static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip)
-{
-    const KEY_T k = order_key(x, flip) >> lo;
-    const uint bits = hi - lo;
-    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
-}
 
 /* len keys (and values) copied from x to y */
 static void cb_copy(__global const KEY_T* x, __global KEY_T* y,
@@ -348,10 +408,13 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
 
 % endif
 % if buckets:
-/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n */
+/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n;
+   starts[buckets + 1]: the top digit's shift (top_shift) */
 __kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint chunks,
-                                 uint buckets, __global INDEX_T* restrict starts)
+                                 uint buckets, __global INDEX_T* restrict starts,
+                                 __global const KEY_T* restrict span, uint lo_bit)
 {
+    starts[buckets + 1] = top_shift(span, chunks, lo_bit, buckets - 1);
     INDEX_T run = 0;
     for (uint d = 0; d < buckets; ++d) {
         starts[d] = run;
@@ -362,7 +425,8 @@ __kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint c
 }
 
 /* bucket d of the top digit: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits
-   [lo_bit, hi_bit) into the same range of keys_b (values likewise) */
+   [lo_bit, hi_bit) into the same range of keys_b (values likewise), hi_bit the top digit's
+   shift (starts[buckets + 1]) */
 __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_off,
                                   __global KEY_T* restrict keys_b, ulong keys_b_off,
 % if value_t:
@@ -370,9 +434,10 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
                                   __global VALUE_T* restrict vals_b, ulong vals_b_off,
 % endif
                                   __global const INDEX_T* restrict starts, uint lo_bit,
-                                  uint hi_bit, KEY_T flip, INDEX_T bucket_keys)
+                                  KEY_T flip, INDEX_T bucket_keys)
 {
     const uint d = get_global_id(0);
+    const uint hi_bit = (uint)starts[get_global_size(0) + 1];
     const INDEX_T first = starts[d];
     const INDEX_T len = starts[d + 1] - first;
     if (len == 0)

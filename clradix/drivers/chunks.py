@@ -83,14 +83,16 @@ class Chunks(BlockCounts):
 
 
 class ChunkBuckets(Chunks):
-    """The bucket sort: one chunked pass by the top digit (radix_bits of the order key's bits
-    [begin_bit, end_bit)) from the keys to a buffer A (argsort: the indices made on the way), the
-    buckets' starts (cb_starts), then a work-item per bucket sorting the bits below the top digit
-    between A and the keys' place, where they end (cb_buckets; argsort: a second key buffer and
-    the indices' output). Temporary memory: A (keys and values), the count table, the starts
-    (and argsort's second key buffer, as the LSD passes' second temporary)."""
+    """The bucket sort: a read of the keys for the bits that differ among them (cb_span: the top
+    digit, radix_bits wide, ends at the highest, so that keys sharing their high bits still fill
+    many buckets), one chunked pass by the top digit from the keys to a buffer A (argsort: the
+    indices made on the way), the buckets' starts (cb_starts), then a work-item per bucket
+    sorting the bits below the top digit between A and the keys' place, where they end
+    (cb_buckets; argsort: a second key buffer and the indices' output). Temporary memory: A
+    (keys and values), the count table, the starts, the span table (and argsort's second key
+    buffer, as the LSD passes' second temporary)."""
 
-    kernel_names = Chunks.kernel_names + ("cb_starts", "cb_buckets")
+    kernel_names = Chunks.kernel_names + ("cb_span", "cb_starts", "cb_buckets")
 
     def template_params(self, policy, profile, device):
         return dict(off_t=None, lines=self.uses_lines(policy), buckets=True)
@@ -98,7 +100,8 @@ class ChunkBuckets(Chunks):
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
         return (super().temp_bytes(policy, profile, n, key_bytes, value_bytes, passes)
-                + (policy.radix + 1) * index_bytes(n))
+                + (policy.radix + 2) * index_bytes(n)
+                + 2 * cls.grid(policy, profile, n)[1] * key_bytes)
 
     def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
         kb = self.codec.itemsize
@@ -119,16 +122,21 @@ class ChunkBuckets(Chunks):
             vin = vals_a if argsort else vals_b
             scatter += [*vin, *vals_a, int(argsort)]
         wc = self.wc_temps(seq, chunks, vals_a is not None)
-        starts = seq.temp((self.policy.radix + 1) * self.index_bytes)[0]
+        starts = seq.temp((self.policy.radix + 2) * self.index_bytes)[0]
+        span = seq.temp(2 * chunks * kb)[0]
         flip = self.codec.flip(descending)
         one = (1,)
+        seq.launch("cb_span", "cb_span", (chunks,), one,
+                   [*keys, n, chunk_len, begin_bit, end_bit, flip, span])
         seq.launch("cc_count top", "cc_count", (chunks,), one,
-                   [*keys, counts, n, chunk_len, chunks, shift, mask, flip])
+                   [*keys, counts, n, chunk_len, chunks, shift, mask, flip, span, begin_bit])
         seq.launch("cc_scatter top", "cc_scatter", (chunks,), one,
-                   scatter + [counts, n, chunk_len, chunks, shift, mask, flip] + wc + [1])
-        seq.launch("cb_starts", "cb_starts", (1,), one, [counts, chunks, mask + 1, starts])
+                   scatter + [counts, n, chunk_len, chunks, shift, mask, flip, span, begin_bit]
+                   + wc + [1])
+        seq.launch("cb_starts", "cb_starts", (1,), one,
+                   [counts, chunks, mask + 1, starts, span, begin_bit])
         args = [*ka, *kb_]
         if vals_a is not None:
             args += [*vals_a, *vals_b]
         seq.launch("cb_buckets", "cb_buckets", (mask + 1,), one,
-                   args + [starts, begin_bit, shift, flip, self.policy.bucket_keys])
+                   args + [starts, begin_bit, flip, self.policy.bucket_keys])
