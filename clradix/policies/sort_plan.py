@@ -12,8 +12,8 @@ from ..core.sizes import index_bytes
 from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
 from .sort import check_radix_bits, check_sort_overrides
 from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
-                            nvidia_pass_tile,
-                            default_policy, small_policy_entry, workgroup_cpu_policy)
+                            default_policy, nvidia_pass_tile, small_policy_entry,
+                            workgroup_cpu_policy)
 from .sort_validate import validate
 
 # The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
