@@ -285,14 +285,16 @@ ${top_digit()}
         return f"{a}, {b}, " if value_t else ""
 %>
 ## The in-cache sort of one run of keys by one work-item (cb_insertion, cb_lsd: the buckets' and
-## the segments'), and the bucket sort (buckets): after one chunked pass by the top digit (cc_count, cc_scatter into
-## a buffer A), bucket d is the keys [starts[d], starts[d + 1]) of A, and each bucket is sorted on
-## its own by a work-item (cb_buckets) through the same range of a buffer B, where it ends. A
-## bucket of at most bucket_keys keys stays in the core's cache through its passes: one read
-## counts every remaining 8-bit digit (counts do not depend on the order a pass leaves), then an
-## LSD pass per digit that is not constant in the bucket, between A and B; a larger bucket is
-## first split by its next 8 bits (A to B, stable), and each part sorted so. The MSD pass and the
-## passes within a bucket are stable, so the whole sort is.
+## the segments'), and the bucket sort (buckets). The bucket sort reads the keys once for the
+## bits that differ among them (cb_span), places its top digit at the highest of them, and makes
+## one chunked pass by that digit (cc_count, cc_scatter) into a buffer A: bucket d is the keys
+## [starts[d], starts[d + 1]) of A (cb_starts). Each bucket is then sorted on its own by a
+## work-item (cb_buckets) between its range of A and the same range of a buffer B, where it ends.
+## A bucket of at most bucket_keys keys stays in the core's cache through its passes: one read
+## counts every remaining 8-bit digit (counts do not depend on the order a pass leaves) while
+## copying the bucket to B, then an LSD pass per digit that is not constant in the bucket; a
+## larger bucket is first split by its next 8 bits (A to B, stable), and each part sorted so. The
+## top digit's pass and the passes within a bucket are stable, so the whole sort is.
 #define BMAXP ${BMAXP}
 /* a bucket (or a part) of at most this many keys is sorted by insertion */
 #define INSERTION_KEYS 32
@@ -310,8 +312,9 @@ static void cb_copy(__global const KEY_T* x, __global KEY_T* y,
 }
 
 /* the len keys at x (values at vx) stably sorted in place by bits [lo, hi) (lo < hi) */
-static void cb_insertion(__global KEY_T* x,${" __global VALUE_T* vx," if value_t else ""} INDEX_T len,
-                         uint lo, uint hi, KEY_T flip)
+<% vx_param = " __global VALUE_T* vx," if value_t else "" %>\
+static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uint hi,
+                         KEY_T flip)
 {
     for (INDEX_T i = 1; i < len; ++i) {
         const KEY_T k = x[i];
