@@ -276,6 +276,7 @@ ${top_digit()}
 % if buckets or off_t:
 <%
     BMAXP = -(-key_bits // 8)
+    wide = off_t is not None and key_bits == 32
     def vp(a, b, pad):
         """the values' pointers of a bucket routine's parameter list (nothing for keys only)"""
         if not value_t:
@@ -298,6 +299,12 @@ ${top_digit()}
 #define BMAXP ${BMAXP}
 /* a bucket (or a part) of at most this many keys is sorted by insertion */
 #define INSERTION_KEYS 32
+% if wide:
+/* a segment of at least this many 32-bit keys is sorted by passes of 12-bit digits: 3 passes
+   instead of 4, each scanning a table of 4096 counts (BENCHMARKS_NOTES.md, "the bucket sort on
+   CPUs": rows of 4096 float32 10-28 % faster; the buckets' were not clearly faster) */
+#define WIDE_MIN 4096
+% endif
 
 /* len keys (and values) copied from x to y */
 static void cb_copy(__global const KEY_T* x, __global KEY_T* y,
@@ -337,21 +344,29 @@ static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uin
     }
 }
 
-/* the len keys at x stably sorted by bits [lo, hi) by 8-bit LSD passes between x and y (values
+<%def name="lsd_fn(name, B)">\
+<%
+    radix = 1 << B
+    maxp = -(-key_bits // B)
+%>\
+/* the len keys at x stably sorted by bits [lo, hi) by LSD passes of B-bit digits between x and y (values
    vx, vy alike), the result in y when end_in_y, else in x. One read counts every pass's digits
    and copies the keys to y, which brings y's lines into the cache (where the first pass would
    otherwise miss on each of them, in no order a prefetcher follows); with the keys in both, the
    passes start from whichever makes the last one write the result's place. A pass whose digit
    all keys share is skipped. */
-static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}INDEX_T len,
-                   uint lo, uint hi, KEY_T flip, uint end_in_y)
+static void ${name}(__global KEY_T* x, __global KEY_T* y,
+% if value_t:
+${" " * (len(name) + 13)}__global VALUE_T* vx, __global VALUE_T* vy,
+% endif
+${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_y)
 {
-    const uint npasses = (hi - lo + 7) / 8;
-    INDEX_T hist[BMAXP * 256];
-    for (uint e = 0; e < npasses * 256; ++e)
+    const uint npasses = (hi - lo + ${B - 1}) / ${B};
+    INDEX_T hist[${maxp * radix}];
+    for (uint e = 0; e < npasses * ${radix}; ++e)
         hist[e] = 0;
     switch (npasses) {   /* (a loop of its own for each pass count: no branch a key) */
-% for m in range(1, BMAXP + 1):
+% for m in range(1, maxp + 1):
     case ${m}:
         for (INDEX_T i = 0; i < len; ++i) {
             const KEY_T x_i = x[i];
@@ -361,7 +376,7 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
 %   endif
             const KEY_T k = cb_key(x_i, lo, hi, flip);
 %   for p in range(m):
-            hist[${p * 256}u + ((uint)(k >> ${8 * p}) & 255)] += 1;
+            hist[${p * radix}u + ((uint)(k >> ${B * p}) & ${radix - 1})] += 1;
 %   endfor
         }
         break;
@@ -369,9 +384,9 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
     }
     uint moving = 0;   /* the passes whose digit is not constant */
     for (uint p = 0; p < npasses; ++p) {
-        const uint shift = lo + 8 * p;
-        const uint bits = hi - shift < 8 ? hi - shift : 8;
-        moving += hist[p * 256 + digit_of(x[0], shift, (1u << bits) - 1, flip)] != len;
+        const uint shift = lo + ${B} * p;
+        const uint bits = hi - shift < ${B} ? hi - shift : ${B};
+        moving += hist[p * ${radix} + digit_of(x[0], shift, (1u << bits) - 1, flip)] != len;
     }
     /* after an odd number of passes the keys are in the other buffer than the first's */
     const uint from_x = (moving & 1) == (end_in_y != 0);
@@ -382,9 +397,9 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
     __global VALUE_T* vdst = from_x ? vy : vx;
 % endif
     for (uint p = 0; p < npasses; ++p) {
-        __private INDEX_T* h = hist + p * 256;
-        const uint shift = lo + 8 * p;
-        const uint bits = hi - shift < 8 ? hi - shift : 8;
+        __private INDEX_T* h = hist + p * ${radix};
+        const uint shift = lo + ${B} * p;
+        const uint bits = hi - shift < ${B} ? hi - shift : ${B};
         const uint mask = (1u << bits) - 1;
         if (h[digit_of(src[0], shift, mask, flip)] == len)
             continue;   /* every key has the same digit: the pass keeps the order */
@@ -408,6 +423,11 @@ static void cb_lsd(__global KEY_T* x, __global KEY_T* y, ${vp("vx", "vy", 19)}IN
 % endif
     }
 }
+</%def>
+${lsd_fn("cb_lsd", 8)}
+% if wide:
+${lsd_fn("cb_lsd_wide", 12)}
+% endif
 
 % endif
 % if buckets:
@@ -531,6 +551,10 @@ static void sort_run(__global KEY_T* a, __global KEY_T* b,
         return;
     if (len <= INSERTION_KEYS)
         cb_insertion(a, ${"va, " if value_t else ""}len, begin_bit, end_bit, flip);
+% if wide:
+    else if (len >= WIDE_MIN)
+        cb_lsd_wide(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
+% endif
     else
         cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 }
