@@ -523,6 +523,17 @@ def test_segmented(g, rng, dtype, mode, policy):
                    offsets_dtype=np.int64, to_device=g.to_device)
 
 
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+def test_segmented_chunks_12bit_digits(g, rng, mode):
+    """The CPUs' segments of 32-bit keys from 4096 keys up (12-bit digits), beside shorter ones."""
+    sorter = g.sorter(segment_policy=clradix.SegmentPolicy(algorithm="chunks"))
+    offsets = np.concatenate([[0], np.cumsum([4096, 40, 4100])])
+    keys = float_specials(rng, np.dtype(np.float32), int(offsets[-1]))
+    values = _values(rng, keys.size, VALUE_DTYPE["float32"]) if mode == "pairs" else None
+    check_segments(g.queue, sorter, keys, offsets, mode, values=values, descending=True,
+                   to_device=g.to_device)
+
+
 @pytest.mark.parametrize("policy", [SEG_POLICY, clradix.SegmentPolicy(algorithm="chunks")],
                          ids=["workgroups", "chunks"])
 def test_segmented_rows_and_invalid_offsets(g, rng, policy):
