@@ -110,8 +110,8 @@ class ChunkBuckets(Chunks):
         shift = end_bit - top
         mask = (1 << top) - 1
         chunk_len, chunks = self.grid(self.policy, self.profile, n)
-        counts = seq.temp(self.policy.radix * chunks * self.index_bytes)[0]
         keys = (Buf(KEYS_IN), Off(KEYS_IN))
+        # (the ping-pong buffers first, as the other sorts ask for theirs)
         ka = seq.temp(n * kb)
         kb_ = seq.temp(n * kb) if argsort else keys      # where the keys end
         scatter = [*keys, *ka]
@@ -121,6 +121,7 @@ class ChunkBuckets(Chunks):
             vals_b = (Buf(VALS_OUT), Off(VALS_OUT)) if argsort else (Buf(VALS_IN), Off(VALS_IN))
             vin = vals_a if argsort else vals_b
             scatter += [*vin, *vals_a, int(argsort)]
+        counts = seq.temp(self.policy.radix * chunks * self.index_bytes)[0]
         wc = self.wc_temps(seq, chunks, vals_a is not None)
         starts = seq.temp((self.policy.radix + 2) * self.index_bytes)[0]
         span = seq.temp(2 * chunks * kb)[0]
