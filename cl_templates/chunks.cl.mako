@@ -275,7 +275,6 @@ ${top_digit()}
 }
 % if buckets or off_t:
 <%
-    BMAXP = -(-key_bits // 8)
     wide = off_t is not None and key_bits == 32
     def vp(a, b, pad):
         """the values' pointers of a bucket routine's parameter list (nothing for keys only)"""
@@ -296,13 +295,12 @@ ${top_digit()}
 ## copying the bucket to B, then an LSD pass per digit that is not constant in the bucket; a
 ## larger bucket is first split by its next 8 bits (A to B, stable), and each part sorted so. The
 ## top digit's pass and the passes within a bucket are stable, so the whole sort is.
-#define BMAXP ${BMAXP}
 /* a bucket (or a part) of at most this many keys is sorted by insertion */
 #define INSERTION_KEYS 32
 % if wide:
 /* a segment of at least this many 32-bit keys is sorted by passes of 12-bit digits: 3 passes
-   instead of 4, each scanning a table of 4096 counts (BENCHMARKS_NOTES.md, "the bucket sort on
-   CPUs": rows of 4096 float32 10-28 % faster; the buckets' were not clearly faster) */
+   instead of 4, each scanning a table of 4096 counts (measured faster for rows of 4096 float32,
+   not clearly for the buckets: BENCHMARKS_NOTES.md, "the bucket sort on CPUs") */
 #define WIDE_MIN 4096
 % endif
 
