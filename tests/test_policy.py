@@ -83,10 +83,13 @@ def test_planner_picks_per_device():
         assert (pol.algorithm, pol.wg_size) == ("chunks", 1), n
     assert plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 21,
                      radix_bits=11).radix_bits == 11
-    # the digit width by size: 11 bits where the keys fit the caches easily or not at all
+    # the LSD passes' digit width by size: 11 bits where the keys fit the caches easily or not
+    # at all (the buckets' top digit: test_chunk_buckets_policy)
     for n, bits in ((10, 11), (2 ** 20, 11), (2 ** 20 + 1, 8), (2 ** 22, 8), (2 ** 23, 11)):
-        assert plan_sort(cpu_profile, key_codec(np.float32), None, n).radix_bits == bits, n
-    assert plan_sort(cpu_profile, key_codec(np.uint64), None, 2 ** 24).radix_bits == 8
+        assert plan_sort(cpu_profile, key_codec(np.float32), None, n,
+                         bucket_keys=0).radix_bits == bits, n
+    assert plan_sort(cpu_profile, key_codec(np.uint64), None, 2 ** 24,
+                     bucket_keys=0).radix_bits == 8
     # a work-group field or algorithm: the CPU's work-group policies
     pol = plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 20, wg_size=64)
     assert (pol.algorithm, pol.wg_size) == ("reduce_then_scan", 64)
