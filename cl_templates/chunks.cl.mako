@@ -132,14 +132,21 @@ ${top_digit()}
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
     chunk_range(n, chunk_len, c, &lo, &hi);
-    INDEX_T hist[RADIX];
-    for (uint d = 0; d < RADIX; ++d)
+    /* two tables, for the keys at even and odd places: a run of keys of one digit (skewed keys)
+       then makes two chains of increments of one counter, not one twice as long */
+    INDEX_T hist[2 * RADIX];
+    for (uint d = 0; d < 2 * RADIX; ++d)
         hist[d] = 0;
     keys += keys_off;
-    for (INDEX_T i = lo; i < hi; ++i)
+    INDEX_T i = lo;
+    for (; i + 1 < hi; i += 2) {
+        hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
+        hist[RADIX + digit_of(keys[i + 1], shift, digit_mask, flip)] += 1;
+    }
+    if (i < hi)
         hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
     for (uint d = 0; d < RADIX; ++d)
-        counts[(INDEX_T)d * chunks + c] = hist[d];
+        counts[(INDEX_T)d * chunks + c] = hist[d] + hist[RADIX + d];
 }
 
 /* A write-combining line of digit d: the buffered keys (and values) bound for [from, to), all in
