@@ -18,14 +18,13 @@
 ##   cs_check    - one work-item: info[0] = whether the offsets are invalid (not non-decreasing or
 ##                 outside [0, n]); cs_segments then returns at once. The verdict is an INDEX_T, as
 ##                 seg_plan's (segmented.cl.mako): the host reads it back as the index type
-##   cs_segments - work-item w sorts segments [w * spi, (w + 1) * spi): a segment of at most
-##                 INSERTION_MAX keys by a stable insertion sort, a longer one by 8-bit LSD passes
-##                 between it and its place in a scratch buffer, every pass's digits counted in one
-##                 read (the segment's digit counts do not depend on the order a pass leaves) and a
-##                 pass whose keys all share a digit skipped
+##   cs_segments - work-item w sorts segments [w * spi, (w + 1) * spi), each as the bucket sort
+##                 sorts a bucket (cb_insertion, cb_lsd) between it and its place in a scratch
+##                 buffer, where it ends
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), lines
-## (the scatter's write-combining lines; the whole-array kernels only), value_t
+## (the scatter's write-combining lines; the whole-array kernels only), buckets (the bucket
+## sort's kernels: cb_starts, cb_buckets; the whole-array kernels only), value_t
 ## (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
 ## off_t (None: the whole-array kernels; "int" or "long": the segmented ones, 8-bit digits).
 <%namespace name="common" file="common.mako"/>
@@ -51,6 +50,14 @@
 ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, 1, 1,
                       value_t)}
 #define ONE_ITEM __attribute__((reqd_work_group_size(1, 1, 1)))
+<%def name="top_digit()">\
+% if buckets:
+    /* the bucket sort's top digit: placed by the keys' span (cb_span) */
+    const uint shift = top_shift(span, chunks, lo_bit, digit_mask);
+% else:
+    const uint shift = shift_arg;
+% endif
+</%def>
 /* keys per write-combining line of the scatter: one 64-byte cache line */
 #define WC ${line_keys(key_bits)}
 
@@ -61,22 +68,85 @@ static inline void chunk_range(INDEX_T n, INDEX_T chunk_len, uint c, INDEX_T* lo
     *hi = min(*lo + chunk_len, n);
 }
 
-/* counts[d * chunks + c]: how many keys of chunk c have digit d in this pass */
-__kernel ONE_ITEM void cc_count(__global const KEY_T* restrict keys, ulong keys_off,
-                                __global INDEX_T* restrict counts, INDEX_T n, INDEX_T chunk_len,
-                                uint chunks, uint shift, uint digit_mask, KEY_T flip)
+% if buckets or off_t:
+/* bits [lo, hi) of x's order key (lo < hi) */
+static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip)
+{
+    const KEY_T k = order_key(x, flip) >> lo;
+    const uint bits = hi - lo;
+    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
+}
+% endif
+% if buckets:
+
+/* span[2c], span[2c + 1]: the OR and the AND of bits [lo, hi) of chunk c's order keys */
+__kernel ONE_ITEM void cb_span(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
+                               INDEX_T chunk_len, uint lo_bit, uint hi_bit, KEY_T flip,
+                               __global KEY_T* restrict span)
 {
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
     chunk_range(n, chunk_len, c, &lo, &hi);
-    INDEX_T hist[RADIX];
-    for (uint d = 0; d < RADIX; ++d)
+    keys += keys_off;
+    KEY_T any = 0, all = (KEY_T)~(KEY_T)0;
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T k = cb_key(keys[i], lo_bit, hi_bit, flip);
+        any |= k;
+        all &= k;
+    }
+    span[2 * c] = any;
+    span[2 * c + 1] = all;
+}
+
+/* The top digit's shift: its digit_mask-wide digit ends at the highest bit of [lo, hi) that
+   differs among the keys (bits above it are the same in every key: they order nothing), or
+   starts at lo where fewer bits differ. */
+static inline uint top_shift(__global const KEY_T* span, uint chunks, uint lo, uint digit_mask)
+{
+    KEY_T any = 0, all = (KEY_T)~(KEY_T)0;
+    for (uint c = 0; c < chunks; ++c) {
+        any |= span[2 * c];
+        all &= span[2 * c + 1];
+    }
+    KEY_T differ = (KEY_T)(any ^ all);
+    uint top = lo;   /* one past the highest differing bit */
+    while (differ) {
+        ++top;
+        differ >>= 1;
+    }
+    const uint bits = popcount(digit_mask);
+    return top >= lo + bits ? top - bits : lo;
+}
+
+% endif
+/* counts[d * chunks + c]: how many keys of chunk c have digit d in this pass */
+__kernel ONE_ITEM void cc_count(__global const KEY_T* restrict keys, ulong keys_off,
+                                __global INDEX_T* restrict counts, INDEX_T n, INDEX_T chunk_len,
+                                uint chunks, uint shift_arg, uint digit_mask, KEY_T flip
+% if buckets:
+                                , __global const KEY_T* restrict span, uint lo_bit
+% endif
+                                )
+{
+${top_digit()}
+    const uint c = get_global_id(0);
+    INDEX_T lo, hi;
+    chunk_range(n, chunk_len, c, &lo, &hi);
+    /* two tables, for the keys at even and odd places: a run of keys of one digit (skewed keys)
+       then makes two chains of increments of one counter, not one twice as long */
+    INDEX_T hist[2 * RADIX];
+    for (uint d = 0; d < 2 * RADIX; ++d)
         hist[d] = 0;
     keys += keys_off;
-    for (INDEX_T i = lo; i < hi; ++i)
+    INDEX_T i = lo;
+    for (; i + 1 < hi; i += 2) {
+        hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
+        hist[RADIX + digit_of(keys[i + 1], shift, digit_mask, flip)] += 1;
+    }
+    if (i < hi)
         hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
     for (uint d = 0; d < RADIX; ++d)
-        counts[(INDEX_T)d * chunks + c] = hist[d];
+        counts[(INDEX_T)d * chunks + c] = hist[d] + hist[RADIX + d];
 }
 
 /* A write-combining line of digit d: the buffered keys (and values) bound for [from, to), all in
@@ -114,8 +184,11 @@ static inline void wc_flush(__global const KEY_T* kbuf, __global KEY_T* keys_out
    before and after (the digit's first and last) is copied only where it is this chunk's. */
 __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
                                   __global const INDEX_T* restrict counts, INDEX_T n,
-                                  INDEX_T chunk_len, uint chunks, uint shift, uint digit_mask,
-                                  KEY_T flip,
+                                  INDEX_T chunk_len, uint chunks, uint shift_arg,
+                                  uint digit_mask, KEY_T flip,
+% if buckets:
+                                  __global const KEY_T* restrict span, uint lo_bit,
+% endif
 % if lines and value_t:
                                   __global VALUE_T* restrict wc_vals,
 % endif
@@ -124,6 +197,7 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
 % endif
                                   uint write_keys)
 {
+${top_digit()}
     const uint c = get_global_id(0);
     INDEX_T lo, hi;
     chunk_range(n, chunk_len, c, &lo, &hi);
@@ -206,15 +280,249 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
     }
 % endif
 }
-% if off_t:
+% if buckets or off_t:
 <%
-    SEG_BITS = 8
-    MAXP = -(-key_bits // SEG_BITS)
+    wide = off_t is not None and key_bits == 32
+    def vp(a, b, pad):
+        """the values' pointers of a bucket routine's parameter list (nothing for keys only)"""
+        if not value_t:
+            return ""
+        return f"__global VALUE_T* {a}, __global VALUE_T* {b},\n{' ' * pad}"
+    def va(a, b):
+        return f"{a}, {b}, " if value_t else ""
 %>
+## The in-cache sort of one run of keys by one work-item (cb_insertion, cb_lsd: the buckets' and
+## the segments'), and the bucket sort (buckets). The bucket sort reads the keys once for the
+## bits that differ among them (cb_span), places its top digit at the highest of them, and makes
+## one chunked pass by that digit (cc_count, cc_scatter) into a buffer A: bucket d is the keys
+## [starts[d], starts[d + 1]) of A (cb_starts). Each bucket is then sorted on its own by a
+## work-item (cb_buckets) between its range of A and the same range of a buffer B, where it ends.
+## A bucket of at most bucket_keys keys stays in the core's cache through its passes: one read
+## counts every remaining 8-bit digit (counts do not depend on the order a pass leaves) while
+## copying the bucket to B, then an LSD pass per digit that is not constant in the bucket; a
+## larger bucket is first split by its next 8 bits (A to B, stable), and each part sorted so. The
+## top digit's pass and the passes within a bucket are stable, so the whole sort is.
+/* a bucket (or a part) of at most this many keys is sorted by insertion */
+#define INSERTION_KEYS 32
+% if wide:
+/* a segment of at least this many 32-bit keys is sorted by passes of 12-bit digits: 3 passes
+   instead of 4, each scanning a table of 4096 counts (measured faster for rows of 4096 float32,
+   not clearly for the buckets: BENCHMARKS_NOTES.md, "the bucket sort on CPUs") */
+#define WIDE_MIN 4096
+% endif
+
+/* len keys (and values) copied from x to y */
+static void cb_copy(__global const KEY_T* x, __global KEY_T* y,
+                    ${vp("vx", "vy", 20)}INDEX_T len)
+{
+    for (INDEX_T i = 0; i < len; ++i) {
+        y[i] = x[i];
+% if value_t:
+        vy[i] = vx[i];
+% endif
+    }
+}
+
+/* the len keys at x (values at vx) stably sorted in place by bits [lo, hi) (lo < hi) */
+<% vx_param = " __global VALUE_T* vx," if value_t else "" %>\
+static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uint hi,
+                         KEY_T flip)
+{
+    for (INDEX_T i = 1; i < len; ++i) {
+        const KEY_T k = x[i];
+        const KEY_T kk = cb_key(k, lo, hi, flip);
+% if value_t:
+        const VALUE_T v = vx[i];
+% endif
+        INDEX_T j = i;
+        while (j > 0 && cb_key(x[j - 1], lo, hi, flip) > kk) {
+            x[j] = x[j - 1];
+% if value_t:
+            vx[j] = vx[j - 1];
+% endif
+            --j;
+        }
+        x[j] = k;
+% if value_t:
+        vx[j] = v;
+% endif
+    }
+}
+
+<%def name="lsd_fn(name, B)">\
+<%
+    radix = 1 << B
+    maxp = -(-key_bits // B)
+%>\
+/* the len keys at x stably sorted by bits [lo, hi) by LSD passes of B-bit digits between x and y (values
+   vx, vy alike), the result in y when end_in_y, else in x. One read counts every pass's digits
+   and copies the keys to y, which brings y's lines into the cache (where the first pass would
+   otherwise miss on each of them, in no order a prefetcher follows); with the keys in both, the
+   passes start from whichever makes the last one write the result's place. A pass whose digit
+   all keys share is skipped. */
+static void ${name}(__global KEY_T* x, __global KEY_T* y,
+% if value_t:
+${" " * (len(name) + 13)}__global VALUE_T* vx, __global VALUE_T* vy,
+% endif
+${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_y)
+{
+    const uint npasses = (hi - lo + ${B - 1}) / ${B};
+    INDEX_T hist[${maxp * radix}];
+    for (uint e = 0; e < npasses * ${radix}; ++e)
+        hist[e] = 0;
+    switch (npasses) {   /* (a loop of its own for each pass count: no branch a key) */
+% for m in range(1, maxp + 1):
+    case ${m}:
+        for (INDEX_T i = 0; i < len; ++i) {
+            const KEY_T x_i = x[i];
+            y[i] = x_i;
+%   if value_t:
+            vy[i] = vx[i];
+%   endif
+            const KEY_T k = cb_key(x_i, lo, hi, flip);
+%   for p in range(m):
+            hist[${p * radix}u + ((uint)(k >> ${B * p}) & ${radix - 1})] += 1;
+%   endfor
+        }
+        break;
+% endfor
+    }
+    uint moving = 0;   /* the passes whose digit is not constant */
+    for (uint p = 0; p < npasses; ++p) {
+        const uint shift = lo + ${B} * p;
+        const uint bits = hi - shift < ${B} ? hi - shift : ${B};
+        moving += hist[p * ${radix} + digit_of(x[0], shift, (1u << bits) - 1, flip)] != len;
+    }
+    /* after an odd number of passes the keys are in the other buffer than the first's */
+    const uint from_x = (moving & 1) == (end_in_y != 0);
+    __global KEY_T* src = from_x ? x : y;
+    __global KEY_T* dst = from_x ? y : x;
+% if value_t:
+    __global VALUE_T* vsrc = from_x ? vx : vy;
+    __global VALUE_T* vdst = from_x ? vy : vx;
+% endif
+    for (uint p = 0; p < npasses; ++p) {
+        __private INDEX_T* h = hist + p * ${radix};
+        const uint shift = lo + ${B} * p;
+        const uint bits = hi - shift < ${B} ? hi - shift : ${B};
+        const uint mask = (1u << bits) - 1;
+        if (h[digit_of(src[0], shift, mask, flip)] == len)
+            continue;   /* every key has the same digit: the pass keeps the order */
+        INDEX_T run = 0;
+        for (uint d = 0; d <= mask; ++d) {
+            const INDEX_T c = h[d];
+            h[d] = run;
+            run += c;
+        }
+        for (INDEX_T i = 0; i < len; ++i) {
+            const KEY_T k = src[i];
+            const INDEX_T o = h[digit_of(k, shift, mask, flip)]++;
+            dst[o] = k;
+% if value_t:
+            vdst[o] = vsrc[i];
+% endif
+        }
+        __global KEY_T* t = src; src = dst; dst = t;
+% if value_t:
+        __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
+% endif
+    }
+}
+</%def>
+${lsd_fn("cb_lsd", 8)}
+% if wide:
+${lsd_fn("cb_lsd_wide", 12)}
+% endif
+
+% endif
+% if buckets:
+/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n;
+   starts[buckets + 1]: the top digit's shift (top_shift) */
+__kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint chunks,
+                                 uint buckets, __global INDEX_T* restrict starts,
+                                 __global const KEY_T* restrict span, uint lo_bit)
+{
+    starts[buckets + 1] = top_shift(span, chunks, lo_bit, buckets - 1);
+    INDEX_T run = 0;
+    for (uint d = 0; d < buckets; ++d) {
+        starts[d] = run;
+        for (uint c = 0; c < chunks; ++c)
+            run += counts[(INDEX_T)d * chunks + c];
+    }
+    starts[buckets] = run;
+}
+
+/* bucket d of the top digit: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits
+   [lo_bit, hi_bit) into the same range of keys_b (values likewise), hi_bit the top digit's
+   shift (starts[buckets + 1]) */
+__kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_off,
+                                  __global KEY_T* restrict keys_b, ulong keys_b_off,
+% if value_t:
+                                  __global VALUE_T* restrict vals_a, ulong vals_a_off,
+                                  __global VALUE_T* restrict vals_b, ulong vals_b_off,
+% endif
+                                  __global const INDEX_T* restrict starts, uint lo_bit,
+                                  KEY_T flip, INDEX_T bucket_keys)
+{
+    const uint d = get_global_id(0);
+    const uint hi_bit = (uint)starts[get_global_size(0) + 1];
+    const INDEX_T first = starts[d];
+    const INDEX_T len = starts[d + 1] - first;
+    if (len == 0)
+        return;
+    __global KEY_T* a = keys_a + keys_a_off + first;
+    __global KEY_T* b = keys_b + keys_b_off + first;
+% if value_t:
+    __global VALUE_T* va = vals_a + vals_a_off + first;
+    __global VALUE_T* vb = vals_b + vals_b_off + first;
+% endif
+    if (lo_bit == hi_bit || len <= INSERTION_KEYS) {
+        cb_copy(a, b, ${va("va", "vb")}len);
+        if (lo_bit < hi_bit)
+            cb_insertion(b, ${"vb, " if value_t else ""}len, lo_bit, hi_bit, flip);
+        return;
+    }
+    if (len <= bucket_keys || hi_bit - lo_bit <= 8) {
+        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 1);
+        return;
+    }
+    /* a bucket over the cache bound: split by bits [mid, hi_bit) from a to b first */
+    const uint mid = hi_bit - 8;
+    INDEX_T at[256], part[256];
+    for (uint e = 0; e < 256; ++e)
+        at[e] = 0;
+    for (INDEX_T i = 0; i < len; ++i)
+        at[digit_of(a[i], mid, 255, flip)] += 1;
+    if (at[digit_of(a[0], mid, 255, flip)] == len) {   /* one part: no split */
+        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 1);
+        return;
+    }
+    INDEX_T run = 0;
+    for (uint e = 0; e < 256; ++e) {
+        part[e] = run;
+        run += at[e];
+        at[e] = part[e];
+    }
+    for (INDEX_T i = 0; i < len; ++i) {
+        const KEY_T k = a[i];
+        const INDEX_T o = at[digit_of(k, mid, 255, flip)]++;
+        b[o] = k;
+% if value_t:
+        vb[o] = va[i];
+% endif
+    }
+    for (uint e = 0; e < 256; ++e) {   /* part e: b [part[e], at[e]), sorted where it is */
+        const INDEX_T plen = at[e] - part[e];
+        const INDEX_T o = part[e];
+        if (plen <= INSERTION_KEYS)
+            cb_insertion(b + o, ${"vb + o, " if value_t else ""}plen, lo_bit, mid, flip);
+        else
+            cb_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, 0);
+    }
+}
+% endif
+% if off_t:
 #define OFF_T ${off_t}
-#define SEG_RADIX ${1 << SEG_BITS}
-#define MAXP ${MAXP}
-#define INSERTION_MAX 24
 
 /* the first key of segment s (and the end of segment s - 1) */
 static inline INDEX_T bound(__global const OFF_T* offsets, INDEX_T row_len, INDEX_T s)
@@ -236,99 +544,24 @@ __kernel ONE_ITEM void cs_check(__global const OFF_T* restrict offsets, ulong of
     info[0] = (INDEX_T)bad;
 }
 
-/* the sort key of x: its order key's bits [begin_bit, end_bit) */
-static inline KEY_T range_key(KEY_T x, uint begin_bit, uint end_bit, KEY_T flip)
-{
-    if (end_bit == begin_bit)
-        return 0;
-    KEY_T k = order_key(x, flip) >> begin_bit;
-    const uint bits = end_bit - begin_bit;
-    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
-}
-
 /* the len keys at a (and values at va) stably sorted by bits [begin_bit, end_bit) of their order
-   keys, through the scratch b (vb) of the same length */
+   keys, through the scratch b (vb) of the same length: in the cache, as a bucket is (cb_lsd) */
 static void sort_run(__global KEY_T* a, __global KEY_T* b,
 % if value_t:
                      __global VALUE_T* va, __global VALUE_T* vb,
 % endif
                      INDEX_T len, uint begin_bit, uint end_bit, KEY_T flip)
 {
-    if (len <= INSERTION_MAX) {
-        for (INDEX_T i = 1; i < len; ++i) {
-            const KEY_T x = a[i];
-            const KEY_T kx = range_key(x, begin_bit, end_bit, flip);
-% if value_t:
-            const VALUE_T v = va[i];
-% endif
-            INDEX_T j = i;
-            while (j > 0 && range_key(a[j - 1], begin_bit, end_bit, flip) > kx) {
-                a[j] = a[j - 1];
-% if value_t:
-                va[j] = va[j - 1];
-% endif
-                --j;
-            }
-            a[j] = x;
-% if value_t:
-            va[j] = v;
-% endif
-        }
+    if (begin_bit == end_bit)
         return;
-    }
-    const uint npasses = (end_bit - begin_bit + ${SEG_BITS - 1}) / ${SEG_BITS};
-    INDEX_T hist[MAXP * SEG_RADIX];
-    for (uint e = 0; e < MAXP * SEG_RADIX; ++e)
-        hist[e] = 0;
-    for (INDEX_T i = 0; i < len; ++i) {
-        KEY_T k = range_key(a[i], begin_bit, end_bit, flip);
-        for (uint p = 0; p < MAXP; ++p) {
-            if (p < npasses)
-                hist[p * SEG_RADIX + ((uint)k & (SEG_RADIX - 1))] += 1;
-            k >>= ${SEG_BITS};
-        }
-    }
-    __global KEY_T* src = a;
-    __global KEY_T* dst = b;
-% if value_t:
-    __global VALUE_T* vsrc = va;
-    __global VALUE_T* vdst = vb;
+    if (len <= INSERTION_KEYS)
+        cb_insertion(a, ${"va, " if value_t else ""}len, begin_bit, end_bit, flip);
+% if wide:
+    else if (len >= WIDE_MIN)
+        cb_lsd_wide(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 % endif
-    for (uint p = 0; p < npasses; ++p) {
-        __private INDEX_T* h = hist + p * SEG_RADIX;
-        const uint shift = p * ${SEG_BITS};
-        const uint d0 = (uint)(range_key(src[0], begin_bit, end_bit, flip) >> shift)
-                        & (SEG_RADIX - 1);
-        if (h[d0] == len)
-            continue;   /* every key has the same digit: the pass keeps the order */
-        INDEX_T run = 0;
-        for (uint d = 0; d < SEG_RADIX; ++d) {
-            const INDEX_T c = h[d];
-            h[d] = run;
-            run += c;
-        }
-        for (INDEX_T i = 0; i < len; ++i) {
-            const KEY_T x = src[i];
-            const INDEX_T o = h[(uint)(range_key(x, begin_bit, end_bit, flip) >> shift)
-                                & (SEG_RADIX - 1)]++;
-            dst[o] = x;
-% if value_t:
-            vdst[o] = vsrc[i];
-% endif
-        }
-        __global KEY_T* t = src; src = dst; dst = t;
-% if value_t:
-        __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
-% endif
-    }
-    if (src != a) {
-        for (INDEX_T i = 0; i < len; ++i) {
-            a[i] = src[i];
-% if value_t:
-            va[i] = vsrc[i];
-% endif
-        }
-    }
+    else
+        cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 }
 
 /* Segments [w * spi, (w + 1) * spi) of work-item w. In place: keys (and vals) through the scratch

@@ -160,7 +160,7 @@ static inline void map_blocks(__global INDEX_T* blkmap, uint q, INDEX_T bcap, IN
 }
 
 /* the order key's bits as a ulong (the AND and OR words) */
-static inline ulong order_bits(KEY_T k, KEY_T flip)
+static inline ulong order_word(KEY_T k, KEY_T flip)
 {
     return (ulong)order_key(k, flip);
 }
@@ -238,7 +238,7 @@ void hy_count(__global const KEY_T* keys0, ulong keys0_off, __global const KEY_T
         ulong a = ~(ulong)0, o = 0;
 ${unroll_n(4, 8)}
         for (INDEX_T i = lo + lid; i < end; i += WG) {
-            const ulong b = order_bits(src[i], flip);
+            const ulong b = order_word(src[i], flip);
             atomic_inc(&hist[(uint)(b >> shift) & mask]);
             a &= b;
             o |= b;
@@ -550,7 +550,7 @@ void hy_local(__global KEY_T* keys0, ulong keys0_off, __global KEY_T* keys1,
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i) {
             if (HAS(i)) {
-                const ulong b = order_bits(k[i], flip);
+                const ulong b = order_word(k[i], flip);
                 a &= b;
                 o |= b;
             }

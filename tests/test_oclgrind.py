@@ -268,6 +268,19 @@ def test_chunks_write_combining_lines(g, rng, dtype, mode):
 
 @pytest.mark.parametrize("mode", conftest.SORT_OPS)
 @pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
+def test_chunk_buckets(g, rng, dtype, mode):
+    """The chunked sort's buckets (one pass by the top digit, then a work-item per bucket): a
+    bound of 40 keys, so that buckets are sorted by insertion, by passes in the cache and split
+    first (half the keys repeat 20 values: large buckets), keys 3 elements into their buffer."""
+    sorter = g.sorter(algorithm="chunks", bucket_keys=40, wg_size=1, items_per_thread=37,
+                      blocks_per_cu=8)
+    keys = float_specials(rng, dtype, 900)
+    keys[:450] = keys[rng.integers(0, 20, 450)]
+    check_sort(g, sorter, keys, mode, pad=3, rng=rng)
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+@pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
 def test_single_wg_8bit_ranking(g, rng, dtype, mode):
     """os_small (single_wg with 8-bit digits): two 16-wide (emulated) subgroups rank every digit
     in local memory; a bit range of two digits and one of a part of a digit too."""
@@ -535,6 +548,17 @@ def test_segmented(g, rng, dtype, mode, policy):
                    to_device=g.to_device)
     check_segments(g.queue, sorter, keys, offsets, mode, values=values, begin_bit=2, end_bit=7,
                    offsets_dtype=np.int64, to_device=g.to_device)
+
+
+@pytest.mark.parametrize("mode", conftest.SORT_OPS)
+def test_segmented_chunks_12bit_digits(g, rng, mode):
+    """The CPUs' segments of 32-bit keys from 4096 keys up (12-bit digits), beside shorter ones."""
+    sorter = g.sorter(segment_policy=clradix.SegmentPolicy(algorithm="chunks"))
+    offsets = np.concatenate([[0], np.cumsum([4096, 40, 4100])])
+    keys = float_specials(rng, np.dtype(np.float32), int(offsets[-1]))
+    values = _values(rng, keys.size, VALUE_DTYPE["float32"]) if mode == "pairs" else None
+    check_segments(g.queue, sorter, keys, offsets, mode, values=values, descending=True,
+                   to_device=g.to_device)
 
 
 @pytest.mark.parametrize("policy", [SEG_POLICY, clradix.SegmentPolicy(algorithm="chunks")],

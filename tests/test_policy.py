@@ -83,10 +83,13 @@ def test_planner_picks_per_device():
         assert (pol.algorithm, pol.wg_size) == ("chunks", 1), n
     assert plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 21,
                      radix_bits=11).radix_bits == 11
-    # the digit width by size: 11 bits where the keys fit the caches easily or not at all
+    # the LSD passes' digit width by size: 11 bits where the keys fit the caches easily or not
+    # at all (the buckets' top digit: test_chunk_buckets_policy)
     for n, bits in ((10, 11), (2 ** 20, 11), (2 ** 20 + 1, 8), (2 ** 22, 8), (2 ** 23, 11)):
-        assert plan_sort(cpu_profile, key_codec(np.float32), None, n).radix_bits == bits, n
-    assert plan_sort(cpu_profile, key_codec(np.uint64), None, 2 ** 24).radix_bits == 8
+        assert plan_sort(cpu_profile, key_codec(np.float32), None, n,
+                         bucket_keys=0).radix_bits == bits, n
+    assert plan_sort(cpu_profile, key_codec(np.uint64), None, 2 ** 24,
+                     bucket_keys=0).radix_bits == 8
     # a work-group field or algorithm: the CPU's work-group policies
     pol = plan_sort(cpu_profile, key_codec(np.uint32), None, 2 ** 20, wg_size=64)
     assert (pol.algorithm, pol.wg_size) == ("reduce_then_scan", 64)
@@ -267,3 +270,25 @@ def test_nvidia_register_cap():
         params.update(onesweep_params(pol, nv, None, codec, None, 4))
         source = render("onesweep.cl.mako", **params)
         assert ("reqd_work_group_size" in source) == stated
+
+
+def test_chunk_buckets_policy():
+    """The chunked sort's buckets: on by default for keys of 2 bytes or more, the top digit 8
+    bits (11 beyond 256 buckets of BUCKET_BYTES), bucket_keys from BUCKET_BYTES; a caller's
+    radix_bits or bucket_keys=0 the LSD passes; bucket_keys only with the chunks algorithm."""
+    from clradix.policies.sort_defaults import BUCKET_BYTES
+    cpu = profile(device_type="cpu", local_mem_bytes=2 ** 20)
+    u32, u8 = key_codec(np.uint32), key_codec(np.uint8)
+    pol = plan_sort(cpu, u32, None, 2 ** 22)
+    assert (pol.algorithm, pol.radix_bits, pol.bucket_keys) == ("chunks", 8, BUCKET_BYTES // 4)
+    assert plan_sort(cpu, u32, 4, 2 ** 24).radix_bits == 11
+    assert plan_sort(cpu, u32, 4, 2 ** 24).bucket_keys == BUCKET_BYTES // 8
+    assert plan_sort(cpu, u8, None, 2 ** 22).bucket_keys == 0
+    assert plan_sort(cpu, u32, None, 2 ** 22, radix_bits=11).bucket_keys == 0
+    assert plan_sort(cpu, u32, None, 2 ** 22, bucket_keys=0).bucket_keys == 0
+    pol = plan_sort(cpu, u32, None, 2 ** 22, bucket_keys=100)
+    assert (pol.bucket_keys, pol.radix_bits) == (100, 8)
+    with pytest.raises(PolicyError, match="bucket_keys is a chunks option"):
+        validate(SortPolicy("onesweep", 8, 256, 16, bucket_keys=5), profile(), 4, 4)
+    with pytest.raises(PolicyError, match="bucket_keys=-1"):
+        validate(replace(pol, bucket_keys=-1), cpu, 4, 4)

@@ -29,7 +29,7 @@ TILE = 128
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 
 
-# the CPUs' driver: a work-item sorts whole segments (insertion up to 24 keys, 8-bit passes)
+# the CPUs' driver: a work-item sorts whole segments (insertion up to 32 keys, then LSD passes)
 CHUNKS = clradix.SegmentPolicy(algorithm="chunks")
 
 
@@ -561,3 +561,23 @@ def test_plan_segments():
 def _context_of_default():
     from clradix.dispatch.api import default_queue
     return default_queue().context
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32, np.float64], ids=str)
+def test_chunks_long_segments(ctx, queue, rng, dtype):
+    """The CPUs' segments of 32-bit keys from 4096 keys up take 12-bit digits (3 passes), shorter
+    ones 8-bit digits: segments on either side of 4096 keys, digits constant in a segment (half
+    the keys repeat a few values), keys, pairs and argsort, both directions, a bit range;
+    64-bit keys alongside (8-bit digits at every length)."""
+    sorter = clradix.Sorter(ctx, segment_policy=CHUNKS)
+    lens = [4095, 4096, 0, 4097, 33, 6000, 1]
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    keys = float_specials(rng, dtype, int(offsets[-1]))
+    keys[:3000] = keys[rng.integers(0, 5, 3000)]
+    values = np.arange(keys.size, dtype=np.uint32)
+    check_segments(queue, sorter, keys, offsets, "keys")
+    check_segments(queue, sorter, keys, offsets, "pairs", values=values, descending=True)
+    check_segments(queue, sorter, keys, offsets, "argsort")
+    bits = np.dtype(dtype).itemsize * 8
+    check_segments(queue, sorter, keys, offsets, "pairs", values=values, begin_bit=3,
+                   end_bit=bits - 5)

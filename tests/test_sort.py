@@ -323,3 +323,77 @@ def test_chunks_pass_of_one_digit(ctx, queue, rng, dtype):
     for keys in (low, high, np.full(n, 7, dtype)):
         for op in SORT_OPS:
             check_sort(queue, sorter, keys, op)
+
+
+# The chunked sort's buckets (a chunks policy's bucket_keys): one pass by the top digit, then a
+# work-item per bucket. A bucket of at most 32 keys is sorted by insertion, a larger one by LSD
+# passes in the cache, one over bucket_keys split by its next 8 bits first; small bucket_keys
+# make the split happen at test sizes.
+BUCKET_SIZES = (0, 1, 2, 33, 64 * 37 + 5, 20011)
+
+
+@pytest.mark.parametrize("bucket_keys", [40, 1 << 20], ids=["split", "whole"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_chunk_buckets(ctx, queue, rng, poisoning_allocator, dtype, bucket_keys):
+    """Every key type (floats with NaNs of both signs, +-0, +-inf, subnormals), buckets of every
+    kind (empty, under 33 keys, in the cache, over the bound: split), keys, pairs and argsort,
+    both directions, a bit range; against numpy, stable and bit for bit."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", bucket_keys=bucket_keys,
+                            items_per_thread=64, blocks_per_cu=8)
+    bits = np.dtype(dtype).itemsize * 8
+    for n in BUCKET_SIZES:
+        keys = float_specials(rng, dtype, n)
+        for op in SORT_OPS:
+            check_sort(queue, sorter, keys, op, descending=op == "argsort",
+                       allocator=poisoning_allocator)
+        check_sort(queue, sorter, keys, "pairs", begin_bit=3, end_bit=bits - 1)
+    n = BUCKET_SIZES[-1]
+    keys = uniform(rng, dtype, n)
+    # few keys per bucket (ints), parts over 32 keys after a split (the low bits repeat)
+    keys[: n // 2] = keys[rng.integers(0, 300, n // 2)]
+    check_sort(queue, sorter, keys, "pairs")
+    check_sort(queue, sorter, keys, "argsort", descending=True)
+
+
+@pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
+@pytest.mark.parametrize("dtype", [np.uint16, np.int32, np.float32, np.float64], ids=str)
+def test_chunk_buckets_distributions(ctx, queue, rng, dtype, dist):
+    """Skewed keys: all equal (every digit constant: one bucket, no pass moves a key), sorted,
+    few distinct, only high or low bits varying; the bound at 50 keys and the planner's."""
+    keys = DISTRIBUTIONS[dist](rng, dtype, 20011)
+    for bucket_keys in (50, None):
+        sorter = clradix.Sorter(ctx, algorithm="chunks", bucket_keys=bucket_keys,
+                                items_per_thread=512)
+        check_sort(queue, sorter, keys, "pairs")
+        check_sort(queue, sorter, keys, "argsort")
+
+
+@pytest.mark.parametrize("radix_bits", [8, 11])
+@pytest.mark.parametrize("dtype", [np.uint16, np.float32, np.int64], ids=str)
+def test_chunk_buckets_bit_ranges(ctx, queue, rng, dtype, radix_bits):
+    """Bit ranges narrower than the top digit (no bit left for the buckets), as wide as it plus
+    a part of a digit, and ranges in the middle of the key, with both top digit widths."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", bucket_keys=60, radix_bits=radix_bits,
+                            items_per_thread=128)
+    bits = np.dtype(dtype).itemsize * 8
+    keys = float_specials(rng, dtype, 9000)
+    for begin, end in ((0, 5), (2, 2 + radix_bits), (1, radix_bits + 4), (3, bits - 2),
+                       (max(0, bits - radix_bits - 9), bits)):
+        check_sort(queue, sorter, keys, "pairs", begin_bit=begin, end_bit=end)
+        check_sort(queue, sorter, keys, "argsort", begin_bit=begin, end_bit=end,
+                   descending=True)
+
+
+def test_chunk_buckets_are_the_cpu_default(ctx, queue, rng):
+    """The planner's chunked sort on a CPU takes the buckets for keys of 2 bytes or more (1-byte
+    keys and bucket_keys=0 the LSD passes); either sorts the same."""
+    dev = ctx.devices[0]
+    default, lsd = clradix.Sorter(ctx), clradix.Sorter(ctx, bucket_keys=0)
+    if not dev.type & cl.device_type.CPU:
+        pytest.skip("the planner takes the chunked sort on CPUs")
+    assert default.plan(dev, np.uint32, 1 << 22).bucket_keys > 0
+    assert default.plan(dev, np.uint8, 1 << 22).bucket_keys == 0
+    assert lsd.plan(dev, np.uint32, 1 << 22).bucket_keys == 0
+    keys = float_specials(rng, np.float32, 30000)
+    for sorter in (default, lsd):
+        check_sort(queue, sorter, keys, "pairs")

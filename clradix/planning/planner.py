@@ -27,7 +27,7 @@ from ..core.errors import PolicyError, WorkGroupLimitError
 from ..core.keys import value_type_of
 from ..core.render import KernelBuildError
 from ..core.sizes import index_bytes, index_type, pow2_floor
-from ..drivers.chunks import Chunks
+from ..drivers.chunks import ChunkBuckets, Chunks
 from ..drivers.hybrid import Hybrid
 from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.radix_select import RadixSelect, TopkJob
@@ -58,6 +58,8 @@ def driver_class(policy):
         return OnesweepSmall
     if policy.algorithm == "onesweep" and policy.fused_passes:
         return OnesweepFused
+    if policy.algorithm == "chunks" and policy.bucket_keys:
+        return ChunkBuckets
     return DRIVERS[policy.algorithm]
 
 

@@ -46,6 +46,10 @@ class SortPolicy:
     local_max: int = 0            # hybrid: buckets of at most this many keys are sorted in local
     #                               memory (0: the tile, wg_size x items_per_thread); smaller
     #                               values force more most-significant-digit levels (tests)
+    bucket_keys: int = 0          # chunks: 0, LSD passes over the whole array; else one pass by
+    #                               the top digit (radix_bits) into buckets, each then sorted by
+    #                               a work-item in the cache, a bucket of more than bucket_keys
+    #                               keys split by its next 8 bits first (chunks.cl.mako)
 
     @property
     def tile(self):

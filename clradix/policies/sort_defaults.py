@@ -23,7 +23,8 @@ DEFAULTS = {
                                 ranking="intel", sg_size=16),
     # CPUs: one work-item per chunk of at least items_per_thread keys, blocks_per_cu chunks per
     # compute unit; a pass counts each chunk's digits, then scatters each chunk, no barrier
-    # (chunks.cl.mako). The digit width follows the size (chunk_radix_bits).
+    # (chunks.cl.mako). The planner adds the buckets (bucket_fields); without them the digit
+    # width follows the size (chunk_radix_bits).
     "cpu-chunks": SortPolicy("chunks", radix_bits=8, wg_size=1, items_per_thread=4096,
                              blocks_per_cu=4),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
@@ -124,6 +125,24 @@ def chunk_radix_bits(key_bytes, n):
         return 8
     nbytes = n * key_bytes
     return 11 if nbytes <= 4 << 20 or nbytes >= 32 << 20 else 8
+
+
+# The chunked sort's buckets (a chunks policy's bucket_keys: one pass by the top digit, then each
+# bucket sorted by a work-item of its own): a bucket is sorted within the cache when it and its
+# place in the other buffer (keys and values) take at most 2 x BUCKET_BYTES, half of a Zen 4
+# core's 1 MiB L2 cache. Faster than the LSD passes at every size measured from 2^10 to 2^24 keys
+# of 2 to 8 bytes, skewed keys included (BENCHMARKS_NOTES.md, "the bucket sort on CPUs").
+BUCKET_BYTES = 256 << 10
+
+
+def bucket_fields(key_bytes, value_bytes, n):
+    """(radix_bits, bucket_keys) of the chunked sort for these keys: the top digit 8 bits, 11
+    where 256 buckets would average more than BUCKET_BYTES; bucket_keys 0 (the LSD passes) for
+    1-byte keys, which the top digit sorts alone."""
+    per_key = key_bytes + (value_bytes or 0)
+    if key_bytes < 2:
+        return chunk_radix_bits(key_bytes, n), 0
+    return (11 if n * per_key > 256 * BUCKET_BYTES else 8), max(1, BUCKET_BYTES // per_key)
 
 
 def default_policy(profile, n):

@@ -11,13 +11,13 @@ from ..core.errors import PolicyError
 from ..core.sizes import index_bytes
 from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
 from .sort import check_radix_bits, check_sort_overrides
-from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, chunk_radix_bits, nvidia_pass_tile,
-                            default_policy, hybrid_entry, prefers_hybrid, small_policy_entry,
-                            workgroup_cpu_policy)
+from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
+                            default_policy, hybrid_entry, nvidia_pass_tile, prefers_hybrid,
+                            small_policy_entry, workgroup_cpu_policy)
 from .sort_validate import validate
 
 # The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
-_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu"}
+_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu", "bucket_keys"}
 # The fields that fix the shape of a one-work-group sort (the planner then sizes no tile to n).
 _TILE_FIELDS = {"algorithm", "radix_bits", "wg_size", "items_per_thread"}
 
@@ -64,8 +64,15 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
                                  and prefers_hybrid(profile, codec.itemsize, value_bytes, n)):
         return _hybrid_policy(profile, codec, value_bytes, n, fields)
     policy = replace(base, **fields)
-    if policy.algorithm == "chunks" and "radix_bits" not in fields:
-        policy = replace(policy, radix_bits=chunk_radix_bits(codec.itemsize, n))
+    if policy.algorithm == "chunks":
+        # the buckets where the caller set neither them nor the digit width (bucket_keys=0: the
+        # LSD passes); a caller's bucket_keys with the planner's top digit
+        bits, bucket_keys = bucket_fields(codec.itemsize, value_bytes, n)
+        if not ({"radix_bits", "bucket_keys"} & set(fields)):
+            policy = replace(policy, bucket_keys=bucket_keys)
+        if "radix_bits" not in fields:
+            policy = replace(policy, radix_bits=bits if policy.bucket_keys
+                             else chunk_radix_bits(codec.itemsize, n))
     kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
     policy = _fit(policy, profile, set(fields), lambda pol: pol.local_bytes(kb, ib, vb),
                   three_quarters, keep_ranking=True)

@@ -17,6 +17,10 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     if policy.algorithm == "chunks" and policy.wg_size != 1:
         raise PolicyError(f"the chunks algorithm runs one work-item per work-group: "
                           f"wg_size={policy.wg_size} must be 1")
+    if policy.bucket_keys and policy.algorithm != "chunks":
+        raise PolicyError(f"bucket_keys is a chunks option, not one of {policy.algorithm}")
+    if policy.bucket_keys < 0:
+        raise PolicyError(f"bucket_keys={policy.bucket_keys} must be 0 (no buckets) or more")
     if policy.wg_size < 1 or policy.wg_size & (policy.wg_size - 1):
         raise PolicyError(f"wg_size={policy.wg_size} must be a power of two")
     if policy.wg_size > profile.max_wg_size:
