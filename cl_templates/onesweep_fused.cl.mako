@@ -22,9 +22,10 @@ ${steps.ranking_fns()}
 ${steps.histogram_fns()}
 ${steps.pass_fns()}
 
-/* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts, and a count of
-   the -0.0 and NaN keys: count_all_digits), then one ring per pass. Counters: [0] virtual work-group ids, [1] histogram work-groups done, [2] digit
-   starts ready, [3 + p] tiles of pass p done. */
+/* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts, and the count of
+   -0.0 and NaN keys that count_all_digits also makes, which the tiles here leave unread: they
+   take numpy's order key), then one ring per pass. Counters: [0] virtual work-group ids, [1]
+   histogram work-groups done, [2] digit starts ready, [3 + p] tiles of pass p done. */
 #define FUSED_HEAD ${fused_head}
 #define FUSED_HIST_WORDS ${fused_hist_words}
 
