@@ -272,8 +272,10 @@ void hy_scan(__global INDEX_T* restrict info, __global INDEX_T* restrict desc,
     __local INDEX_T scratch[WG];
     __local INDEX_T lstart[RADIX];
     __local INDEX_T lcnt[RADIX];
-    __local INDEX_T lnext[RADIX];      /* a large child's list entry, or (INDEX_T)-1 */
-    __local INDEX_T lg0[RADIX];        /* ... its first block */
+    __local uint lnxt[RADIX];          /* a small child's run's end (see below) */
+    __local uint lrank[RADIX];         /* the small children below a digit */
+    __local uint lfirst[RADIX];        /* the small children, in digit order */
+    __local uint lflag;
     __local INDEX_T lrs[RADIX];        /* the runs of small children: start, len, bits */
     __local INDEX_T lrl[RADIX];
     __local uint lrb[RADIX];
@@ -310,13 +312,13 @@ void hy_scan(__global INDEX_T* restrict info, __global INDEX_T* restrict desc,
             if (lid == 0) {
                 ent[3] = where | SKIP;
                 INDEX_T ng0;
-                lnext[0] = push_bucket(info, desc, dbits, q, lcap, bcap, maxb, start, len, h + 1,
-                                       where, &ng0);
-                lg0[0] = ng0;
+                lrs[0] = push_bucket(info, desc, dbits, q, lcap, bcap, maxb, start, len, h + 1,
+                                     where, &ng0);
+                lrl[0] = ng0;   /* (the run arrays serve as its entry and first block) */
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (lnext[0] != (INDEX_T)-1)
-                map_blocks(blkmap, q, bcap, lnext[0], lg0[0], nblk, lid);
+            if (lrs[0] != (INDEX_T)-1)
+                map_blocks(blkmap, q, bcap, lrs[0], lrl[0], nblk, lid);
             barrier(CLK_LOCAL_MEM_FENCE);
             continue;
         }
@@ -344,53 +346,73 @@ ${unroll_n(8, 12)}
         }
         const uint dst = where == 1 ? 2 : 1;
         const uint dst_home = (home >> dst) & 1;
-        /* children too large for a run, with bits left: the next list */
+        /* children too large for a run, with bits left: the next list, each work-item its own
+           digits' children and their blocks */
+        uint copies = 0, smalls = 0;
         for (uint d = d0; d < d1; ++d) {
-            lnext[d] = (INDEX_T)-1;
-            if (lcnt[d] > CAP && lo_bit > begin_bit) {
+            const INDEX_T c = lcnt[d];
+            if (c > CAP && lo_bit > begin_bit) {
                 INDEX_T ng0;
-                lnext[d] = push_bucket(info, desc, dbits, q, lcap, bcap, maxb, lstart[d],
-                                       lcnt[d], lo_bit, dst, &ng0);
-                lg0[d] = ng0;
+                const INDEX_T e = push_bucket(info, desc, dbits, q, lcap, bcap, maxb, lstart[d],
+                                              c, lo_bit, dst, &ng0);
+                if (e != (INDEX_T)-1)
+                    for (INDEX_T b = 0, nb = bucket_blocks(c, maxb); b < nb; ++b)
+                        blkmap[q * bcap + ng0 + b] = e;
+            }
+            copies |= c > CAP && lo_bit == begin_bit && !dst_home;
+            smalls += c != 0 && c <= CAP;
+        }
+        /* children too large for a run with no bit left: copied home (rare; copy_runs has
+           barriers, so the loop is uniform) */
+        if (wg_any(&lflag, copies)) {
+            for (uint d = 0; d < RADIX; ++d)   /* (uniform: lcnt is local) */
+                if (lcnt[d] > CAP)
+                    copy_runs(info, runs, rcap, lstart[d], lcnt[d], dst, begin_bit, &lbase,
+                              &lnum, lid);
+        }
+        /* consecutive small children (1 to CAP keys), at most CAP keys together, form a run,
+           taken greedily in digit order. The run that starts at child d ends before lnxt[d],
+           the first child that ends past lstart[d] + CAP (a child of more than CAP keys always
+           does: runs never cross one); the next run starts at the first small child from
+           lnxt[d] on. So each work-item finds its children's ends by a binary search over the
+           children's ends (non-decreasing in the digit), the small children are listed in
+           digit order (lfirst[i]: the i-th, lrank[x]: how many lie below digit x), and
+           work-item 0 only walks the chain of runs. */
+        INDEX_T nsmall;
+        uint rank = (uint)wg_scan_index((INDEX_T)smalls, scratch, lid, &nsmall);
+        const INDEX_T bucket_end = start + len;
+        for (uint d = d0; d < d1; ++d) {
+            const INDEX_T c = lcnt[d];
+            lrank[d] = rank;
+            if (c != 0 && c <= CAP) {
+                lfirst[rank++] = d;
+                const INDEX_T lim = lstart[d] + CAP;
+                uint a = d + 1, z = RADIX;
+                while (a < z) {
+                    const uint m = (a + z) / 2;
+                    if (lstart[m] + lcnt[m] > lim)
+                        z = m;
+                    else
+                        a = m + 1;
+                }
+                lnxt[d] = a;
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint d = 0; d < RADIX; ++d) {   /* (uniform: lcnt and lnext are local) */
-            if (lnext[d] != (INDEX_T)-1)
-                map_blocks(blkmap, q, bcap, lnext[d], lg0[d], bucket_blocks(lcnt[d], maxb), lid);
-            else if (lcnt[d] > CAP && lo_bit == begin_bit && !dst_home)   /* no bit left: home */
-                copy_runs(info, runs, rcap, lstart[d], lcnt[d], dst, begin_bit, &lbase, &lnum,
-                          lid);
-        }
-        /* consecutive small children, at most CAP keys together, form a run */
         if (lid == 0) {
-            uint nr = 0, kids = 0;
-            INDEX_T rs = 0, rl = 0;
-            for (uint d = 0; d <= RADIX; ++d) {
-                const INDEX_T c = d < RADIX ? lcnt[d] : 0;
-                if (d < RADIX && c == 0)
-                    continue;
-                const uint joins = d < RADIX && c <= CAP && kids && rl + c <= CAP;
-                if (kids && !joins) {
-                    const uint bits = kids > 1 ? hi : lo_bit;
-                    if (bits > begin_bit || !dst_home) {
-                        lrs[nr] = rs;
-                        lrl[nr] = rl;
-                        lrb[nr] = bits;
-                        ++nr;
-                    }
-                    kids = 0;
+            uint nr = 0;
+            for (uint d = nsmall ? lfirst[0] : RADIX; d < RADIX;) {
+                const uint x = lnxt[d];
+                const INDEX_T rl = (x < RADIX ? lstart[x] : bucket_end) - lstart[d];
+                /* a run of one child sorts the bits under the digit, of several the digit too */
+                const uint bits = rl > lcnt[d] ? hi : lo_bit;
+                if (bits > begin_bit || !dst_home) {
+                    lrs[nr] = lstart[d];
+                    lrl[nr] = rl;
+                    lrb[nr] = bits;
+                    ++nr;
                 }
-                if (d == RADIX || c > CAP)
-                    continue;
-                if (joins) {
-                    rl += c;
-                    ++kids;
-                } else {
-                    rs = lstart[d];
-                    rl = c;
-                    kids = 1;
-                }
+                d = x < RADIX && lrank[x] < nsmall ? lfirst[lrank[x]] : RADIX;
             }
             lnum = nr;
         }
