@@ -89,6 +89,25 @@ static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
 }
 </%def>
 
+## The largest of one value per work-item across a work-group of `wg` items (a power of two),
+## through `scratch` (wg elements of local memory), returned to every work-item. Every work-item
+## must call it; it ends with a barrier, so `scratch` may be reused at once.
+<%def name="wg_max_fn(name, t, wg)">
+static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid)
+{
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint span = ${wg} / 2; span > 0; span >>= 1) {
+        if (lid < span)
+            scratch[lid] = max(scratch[lid], scratch[lid + span]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const ${t} top = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return top;
+}
+</%def>
+
 ## The start of a sort kernel template (onesweep, reduce_then_scan): the #defines of the key, index
 ## and value types and of the tile's shape, the order key, a key's digit and (with values) a value's
 ## load. The template's own #defines follow it.

@@ -615,8 +615,8 @@ def _order_key(a):
 
 
 def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
-    """searchsorted, unique (the runs' count, scan and write over several blocks, with the
-    inverse scatter), run_lengths, lexsort and several value arrays (take, iota) with small
+    """searchsorted, unique (the runs' count and write over several blocks, with the inverse
+    scatter and the lengths), run_lengths, lexsort and several value arrays (take, iota) with small
     work-groups. (The numpy-like functions' results come from memory pools, whose released
     blocks the uninitialised-value checker would misread: that checker is off.)"""
     from clradix.drivers import elementwise, runs

@@ -223,3 +223,17 @@ def test_work_group_sizes(queue, rng, monkeypatch, wg):
         got = clradix.unique(cl_array.to_device(queue, x), True, True, True,
                              equal_nan=equal_nan)
         check_unique(x, [g.get() for g in got], equal_nan, f"wg {wg}")
+    # runs longer than a block (blocks of no run start, whose successors take the last start of
+    # an earlier block) beside runs of one key, every function of the family
+    lengths = rng.choice([1, 1, 2, 3, 150, 700], 60)
+    s = np.repeat(np.arange(lengths.size, dtype=np.uint16), lengths)
+    d = cl_array.to_device(queue, s)
+    for g, w in zip(clradix.run_lengths(d), ref_runs(s)):
+        np.testing.assert_array_equal(g.get(), w, err_msg=f"wg {wg}")
+    np.testing.assert_array_equal(clradix.unique_counts(d).counts.get(), lengths)
+    np.testing.assert_array_equal(clradix.unique_values(d).get(), np.arange(lengths.size))
+    got = clradix.unique_all(d[::-1])
+    check_unique(s[::-1], [g.get() for g in (got.values, got.indices, got.inverse_indices,
+                                             got.counts)], what=f"wg {wg}, all")
+    got = clradix.unique_inverse(d)
+    np.testing.assert_array_equal(got.inverse_indices.get(), np.repeat(np.arange(60), lengths))
