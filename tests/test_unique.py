@@ -237,3 +237,20 @@ def test_work_group_sizes(queue, rng, monkeypatch, wg):
                                              got.counts)], what=f"wg {wg}, all")
     got = clradix.unique_inverse(d)
     np.testing.assert_array_equal(got.inverse_indices.get(), np.repeat(np.arange(60), lengths))
+
+
+def test_two_launches_over_the_runs(queue, rng, monkeypatch):
+    """Over the runs, every function is two launches (the count per block, the write: the
+    lengths written with the runs, no scan launch between) and one read of the counts."""
+    from clradix.drivers.runs import Runs
+    names = []
+    launch = Runs.launch
+    monkeypatch.setattr(Runs, "launch", lambda self, q, params, name, *a: (
+        names.append(name), launch(self, q, params, name, *a))[1])
+    x = keys_of(rng, np.float32, 3000, "few")
+    d = cl_array.to_device(queue, x)
+    for f in (clradix.run_lengths, clradix.unique_values, clradix.unique_counts,
+              clradix.unique_inverse, clradix.unique_all):
+        names.clear()
+        f(d)
+        assert names == ["runs_count", "runs_write"], (f.__name__, names)
