@@ -27,7 +27,9 @@ or CUDA events) and ``wall_ms`` (the call and its wait; the unique family and ru
 the number of runs back inside the call, so wall time is their figure), median and min-max
 printed. numpy runs up to 2^``--numpy-max`` (24: its calls take seconds beyond), with at most
 3 repeats; results are checked against numpy up to 2^``--check-max`` and against the first CUDA
-peer above it (unchecked without one, and said so). ``--quick``: 2^12 and 2^16, 2 repeats (runs
+peer above it (unchecked without one, and said so). ``--search-levels 0,11``: searchsorted
+also as ``clradix[levels=N]``, with N levels of splitters in local memory (0: none), beside the
+library's own choice, on non-CPU devices. ``--quick``: 2^12 and 2^16, 2 repeats (runs
 on PoCL: ``--device pocl``).
 """
 
@@ -37,6 +39,7 @@ import pyopencl.array as cl_array
 
 import clradix
 from clradix.dispatch.records import Permute, family
+from clradix.drivers import search
 
 from . import common, timing
 
@@ -51,6 +54,10 @@ def add_arguments(ap):
     ap.add_argument("--ops", default=",".join(OPS), help=f"operations ({','.join(OPS)})")
     ap.add_argument("--numpy-max", type=int, default=24,
                     help="numpy runs up to 2^this many keys (24)")
+    ap.add_argument("--search-levels", default="",
+                    help="searchsorted once per value here, comma-separated: the levels of "
+                         "splitters each work-group keeps in local memory (0: none; default: "
+                         "the library's choice only), as clradix[levels=N]; non-CPU devices")
     ap.add_argument("--check-max", type=int, default=24,
                     help="results are checked against numpy up to 2^this (24), above against "
                          "the first CUDA peer")
@@ -108,15 +115,27 @@ def same(got, want):
 
 # ------------------------------------------------------------------ clradix
 
-def clradix_calls(op, q, data):
-    """[(implementation, prep or None, call)]: call() returns (event, outputs)."""
+def clradix_calls(op, q, data, search_levels=()):
+    """[(implementation, prep or None, call)]: call() returns (event, outputs).
+    ``search_levels``: searchsorted also with each of these splitter levels."""
     d = [cl_array.to_device(q, x) for x in data]
 
     def last(res):
         res = res if isinstance(res, tuple) else (res,)
         return res[-1].events[-1], res
     if op == "searchsorted":
-        return [("clradix", None, lambda: last(clradix.searchsorted(d[0], d[1])))], d
+        default = search.LOCAL_LEVELS
+
+        def searching(levels):
+            def call():
+                search.LOCAL_LEVELS = levels
+                try:
+                    return last(clradix.searchsorted(d[0], d[1]))
+                finally:
+                    search.LOCAL_LEVELS = default
+            return call
+        return [("clradix", None, searching(default))] + [
+            (f"clradix[levels={lv}]", None, searching(lv)) for lv in search_levels], d
     if op == "unique_counts":
         return [("clradix", None, lambda: last(tuple(clradix.unique_counts(d[0]))))], d
     if op == "unique_inverse":
@@ -251,6 +270,7 @@ def main(args):
         out.log(f"peer {p.library}: {p.device_fields()['device_full']}, "
                 f"{p.device_fields()['driver']}")
     rng = np.random.default_rng(41)
+    levels = [int(v) for v in args.search_levels.split(",") if v]
     ops = [o for o in args.ops.split(",") if o]
     for op in ops:
         if op not in OPS:
@@ -291,7 +311,7 @@ def main(args):
             if want is None and peer_results:
                 checked_by, want = next(iter(peer_results.items()))
             with out.guard(f"clradix {op} 2^{e}"):
-                calls, _ = clradix_calls(op, q, data)
+                calls, _ = clradix_calls(op, q, data, levels)
                 for impl, prep, call in calls:
                     t = timing.time_opencl(q, call, args.repeat, prep=prep)
                     got = to_host(t.out)

@@ -74,6 +74,12 @@ static inline uint is_special(${key_t} x)
 <%def name="wg_scan_fn(name, t, wg)">
 static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
 {
+% if wg == 1:
+    /* one work-item: no barrier (Intel's CPU compiler builds this scan's barriers inside
+       runs_write's loop into a kernel that writes outside its buffers) */
+    *total = v;
+    return 0;
+% else:
     scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint off = 1; off < ${wg}; off <<= 1) {
@@ -86,6 +92,30 @@ static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
     *total = scratch[${wg} - 1];
     barrier(CLK_LOCAL_MEM_FENCE);
     return inclusive - v;
+% endif
+}
+</%def>
+
+## The largest of one value per work-item across a work-group of `wg` items (a power of two),
+## through `scratch` (wg elements of local memory), returned to every work-item. Every work-item
+## must call it; it ends with a barrier, so `scratch` may be reused at once.
+<%def name="wg_max_fn(name, t, wg)">
+static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid)
+{
+% if wg == 1:
+    return v;
+% else:
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint span = ${wg} / 2; span > 0; span >>= 1) {
+        if (lid < span)
+            scratch[lid] = max(scratch[lid], scratch[lid + span]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const ${t} top = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return top;
+% endif
 }
 </%def>
 

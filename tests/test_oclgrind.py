@@ -615,10 +615,11 @@ def _order_key(a):
 
 
 def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
-    """searchsorted, unique (the runs' count, scan and write over several blocks, with the
-    inverse scatter), run_lengths, lexsort and several value arrays (take, iota) with small
-    work-groups. (The numpy-like functions' results come from memory pools, whose released
-    blocks the uninitialised-value checker would misread: that checker is off.)"""
+    """searchsorted (through a sorter; among splitters in local memory), unique (the runs'
+    count and write over several blocks, with the inverse scatter and the lengths),
+    run_lengths, lexsort and several value arrays (take, iota) with small work-groups. (The
+    numpy-like functions' results come from memory pools, whose released blocks the
+    uninitialised-value checker would misread: that checker is off.)"""
     from clradix.drivers import elementwise, runs
     monkeypatch.setattr(elementwise, "WG", 16)
     monkeypatch.setattr(runs, "PER_ITEM", 1)
@@ -640,6 +641,12 @@ def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     for side in ("left", "right"):
         got = clradix.searchsorted(d, g.to_device(x[:40]), side, g.to_device(order))
         np.testing.assert_array_equal(got.get(), np.searchsorted(x, x[:40], side, order))
+    from clradix.drivers import search   # the splitters in local memory: 3 levels
+    monkeypatch.setattr(search, "LOCAL_LEVELS", 3)
+    monkeypatch.setattr(search, "CPU_LOCAL_LEVELS", 3)
+    for side in ("left", "right"):
+        got = clradix.searchsorted(g.to_device(s), g.to_device(x[:60]), side)
+        np.testing.assert_array_equal(got.get(), np.searchsorted(s, x[:60], side))
     keys = [rng.integers(0, 3, 70).astype(np.int16), rng.integers(0, 4, 70).astype(np.uint8)]
     np.testing.assert_array_equal(clradix.lexsort([g.to_device(k) for k in keys]).get(),
                                   np.lexsort(keys))

@@ -95,6 +95,67 @@ def test_sorter_on_device_and_host(queue, rng):
         clradix.searchsorted(a, v, sorter=order + 1, queue=queue)
 
 
+def _with_splitters(monkeypatch, levels):
+    """Splitters of ``levels`` levels on every device (CPUs keep none by default); the levels of
+    each search are recorded in the list returned."""
+    from clradix.drivers import search
+    monkeypatch.setattr(search, "CPU_LOCAL_LEVELS", levels)
+    monkeypatch.setattr(search, "LOCAL_LEVELS", levels)
+    taken = []
+    chosen = search.local_levels
+    monkeypatch.setattr(search, "local_levels",
+                        lambda *a: (taken.append(chosen(*a)), taken[-1])[1])
+    return taken
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int8, np.uint64,
+                                   np.bool_], ids=str)
+def test_splitters_in_local_memory(queue, rng, monkeypatch, dtype):
+    """One row searched first among its splitters in local memory (3 levels: 7 splitters), at
+    row lengths around 2^3 and far beyond it, values present, absent, NaN and signed zeros, both
+    sides, with and without a sorter; a row below 2^3 keys keeps none."""
+    taken = _with_splitters(monkeypatch, 3)
+    dtype = np.dtype(dtype)
+    for n in (7, 8, 9, 15, 16, 17, 100, 1001):
+        for dist in ("random", "equal", "distinct"):
+            s = np.sort(keys_of(rng, dtype, n, dist))
+            v = np.concatenate([keys_of(rng, dtype, 300), s, s[:3]])
+            if dtype.kind == "f":
+                v[:4] = np.array([np.nan, -0.0, 0.0, -np.nan], dtype)
+            d_s, d_v = cl_array.to_device(queue, s), cl_array.to_device(queue, v)
+            order = rng.permutation(n)
+            shuffled = cl_array.to_device(queue, s[np.argsort(order, kind="stable")])
+            for side in ("left", "right"):
+                what = f"n {n} {dist} {side}"
+                got = clradix.searchsorted(d_s, d_v, side=side)
+                np.testing.assert_array_equal(got.get(), ref(s, v, side), err_msg=what)
+                # the same row stored shuffled, read through its sorter
+                got = clradix.searchsorted(shuffled, d_v, side,
+                                           cl_array.to_device(queue, order))
+                np.testing.assert_array_equal(got.get(), ref(s, v, side), err_msg=what)
+        assert taken[-1] == (3 if n >= 8 else 0), (n, taken)
+    taken.clear()
+    rows = np.sort(keys_of(rng, dtype, 3 * 40), axis=-1).reshape(3, 40)
+    vals = keys_of(rng, dtype, 3 * 9).reshape(3, 9)
+    got = clradix.searchsorted(cl_array.to_device(queue, rows), cl_array.to_device(queue, vals))
+    np.testing.assert_array_equal(got.get(), ref(rows, vals, "left"))
+    assert taken == [0]   # rows of a 2-D array: none
+
+
+def test_splitters_at_the_default_levels(queue, rng, monkeypatch):
+    """The default 11 levels (2047 splitters) at row lengths around 2^11."""
+    from clradix.drivers import search
+    taken = _with_splitters(monkeypatch, search.LOCAL_LEVELS)
+    for n in (2047, 2048, 2049, 6001):
+        s = np.sort(float_specials(rng, np.dtype(np.float32), n))
+        v = np.concatenate([float_specials(rng, np.dtype(np.float32), 3000), s[::3]])
+        for side in ("left", "right"):
+            got = clradix.searchsorted(cl_array.to_device(queue, s), cl_array.to_device(queue, v),
+                                       side)
+            np.testing.assert_array_equal(got.get(), ref(s, v, side), err_msg=f"{n} {side}")
+        assert taken[-1] == (11 if n >= 2048 else 0)
+
+
 def test_empty_one_and_scalar(queue):
     for s, v in [(np.array([], np.int32), np.array([3, -1], np.int32)),
                  (np.array([5], np.int32), np.array([], np.int32)),

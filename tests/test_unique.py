@@ -223,3 +223,34 @@ def test_work_group_sizes(queue, rng, monkeypatch, wg):
         got = clradix.unique(cl_array.to_device(queue, x), True, True, True,
                              equal_nan=equal_nan)
         check_unique(x, [g.get() for g in got], equal_nan, f"wg {wg}")
+    # runs longer than a block (blocks of no run start, whose successors take the last start of
+    # an earlier block) beside runs of one key, every function of the family
+    lengths = rng.choice([1, 1, 2, 3, 150, 700], 60)
+    s = np.repeat(np.arange(lengths.size, dtype=np.uint16), lengths)
+    d = cl_array.to_device(queue, s)
+    for g, w in zip(clradix.run_lengths(d), ref_runs(s)):
+        np.testing.assert_array_equal(g.get(), w, err_msg=f"wg {wg}")
+    np.testing.assert_array_equal(clradix.unique_counts(d).counts.get(), lengths)
+    np.testing.assert_array_equal(clradix.unique_values(d).get(), np.arange(lengths.size))
+    got = clradix.unique_all(d[::-1])
+    check_unique(s[::-1], [g.get() for g in (got.values, got.indices, got.inverse_indices,
+                                             got.counts)], what=f"wg {wg}, all")
+    got = clradix.unique_inverse(d)
+    np.testing.assert_array_equal(got.inverse_indices.get(), np.repeat(np.arange(60), lengths))
+
+
+def test_two_launches_over_the_runs(queue, rng, monkeypatch):
+    """Over the runs, every function is two launches (the count per block, the write: the
+    lengths written with the runs, no scan launch between) and one read of the counts."""
+    from clradix.drivers.runs import Runs
+    names = []
+    launch = Runs.launch
+    monkeypatch.setattr(Runs, "launch", lambda self, q, params, name, *a: (
+        names.append(name), launch(self, q, params, name, *a))[1])
+    x = keys_of(rng, np.float32, 3000, "few")
+    d = cl_array.to_device(queue, x)
+    for f in (clradix.run_lengths, clradix.unique_values, clradix.unique_counts,
+              clradix.unique_inverse, clradix.unique_all):
+        names.clear()
+        f(d)
+        assert names == ["runs_count", "runs_write"], (f.__name__, names)

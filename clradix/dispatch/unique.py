@@ -4,10 +4,11 @@
 cell-start table of a particle code).
 
 Each is one sort of a copy of the keys (with their positions as 4-byte values when indices or
-the inverse are asked for) and the runs' reduce-then-scan (clradix.drivers.runs). The number of
-unique values decides the results' shapes, so it is read back once, after the count and before
-the results are made, as CuPy does: the one wait on the host of these calls (a user event not
-yet complete among the events waited for is refused first: the call would never return).
+the inverse are asked for) and the runs' two launches, a count per block and the write
+(clradix.drivers.runs). The number of unique values decides the results' shapes, so the counts
+are read back once, right after they are counted and before the results are made, as CuPy
+does: the one wait on the host of these calls (a user event not yet complete among the events
+waited for is refused first: the call would never return).
 
 NaN: numpy's ``unique`` collapses every NaN into one (``equal_nan=True``); the Array API's
 functions count each NaN as distinct, as numpy's own ``unique_*`` do. -0.0 and +0.0 are one
@@ -147,37 +148,29 @@ def _encode(x, *, sort, nan_distinct, perm, counts, starts=False, allocator=None
     else:
         key_at, deps, _ = _contiguous(x, queue, "run keys", allocator, sorter, wait)
     runs = family(ctx, Runs)
-    perm_dtype = pd if perm else None
-    table, at, count_dtype = runs.count_layout(queue, codec, n, _INDEX, perm_dtype)
-    count_buf = sorter.temporaries(queue, allocator)(table)
-    evt = runs.count(queue, codec, key_at, n, nan_distinct, _INDEX, perm_dtype, count_buf, deps)
-    # the one wait on the host: the number of runs is the results' length
-    m_host = np.zeros(1, count_dtype)
-    cl.enqueue_copy(queue, m_host, count_buf, src_offset=at * count_dtype.itemsize,
-                    wait_for=[evt])
-    m = int(m_host[0])
+    call = runs.prepare(queue, codec, n, _INDEX, pd if perm else None, starts, counts)
+    table = sorter.temporaries(queue, allocator)(call.table_bytes)
+    evt = runs.count(queue, call, key_at, n, nan_distinct, table, deps)
+    # the one wait on the host: the number of runs is the results' length. The per-block counts
+    # are read as soon as they are counted; the inverse (of x's shape) is made meanwhile.
+    per_block = np.empty(call.blocks, call.table_dtype)
+    read = cl.enqueue_copy(queue, per_block, table, wait_for=[evt], is_blocking=False)
+    inverse = result("inverse", _INDEX, tuple(x.shape)) if perm else None
+    read.wait()
+    m = int(per_block.sum(dtype=np.uint64))
     values = result("values", x.dtype, (m,))
-    first = result("starts", _INDEX, (m,)) if starts else \
-        _temp(queue, "run starts", _INDEX, (m,), allocator, sorter)
-    index = inverse = None
-    if perm:
-        index = result("index", _INDEX, (m,))
-        inverse = result("inverse", _INDEX, tuple(x.shape))
-    evt = runs.write(queue, codec, key_at, n, nan_distinct, _INDEX, count_buf,
-                     (first.base_data, 0), (values.base_data, 0),
-                     None if order is None else (order.base_data, 0), perm_dtype,
-                     None if index is None else (index.base_data, 0),
-                     None if inverse is None else (inverse.base_data, 0), [evt])
-    if counts:
-        lengths = result("counts", _INDEX, (m,))
-        done = runs.lengths(queue, codec, n, m, _INDEX, perm_dtype, (first.base_data, 0),
-                            (lengths.base_data, 0), [evt])
-        attach_event(lengths, done)
+    first = result("starts", _INDEX, (m,)) if starts else None
+    lengths = result("counts", _INDEX, (m,)) if counts else None
+    index = result("index", _INDEX, (m,)) if perm else None
+
+    def at(arr):
+        return None if arr is None else (arr.base_data, 0)
+    evt = runs.write(queue, call, key_at, n, nan_distinct, table, m, at(values), at(first),
+                     at(lengths), at(order), at(index), at(inverse), [evt])
     if not sort:
         attach_event(x, evt, list(x.events))
-    for name, arr in out.items():
-        if name != "counts":
-            attach_event(arr, evt)
+    for arr in out.values():
+        attach_event(arr, evt)
     return out
 
 

@@ -4,7 +4,9 @@
 arguments as the rendered source declares them (clradix.core.declarations), so that a scalar of
 the wrong width or out of range is a TypeError here, not a kernel reading garbage."""
 
+import struct
 import threading
+from typing import NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -17,6 +19,22 @@ from ..core.sizes import pow2_floor, round_up
 WG = 256
 #: the most work-groups of a grid-stride launch
 MAX_GROUPS = 4096
+
+
+class _Scalar(NamedTuple):
+    """How a launch sets an integer parameter: its dtype, its range and its packing."""
+
+    dtype: np.dtype
+    lo: int
+    hi: int
+    packing: struct.Struct
+
+
+def _scalar(dtype):
+    info = np.iinfo(dtype)
+    return _Scalar(dtype, int(info.min), int(info.max), struct.Struct("<" + {
+        (1, "u"): "B", (1, "i"): "b", (2, "u"): "H", (2, "i"): "h", (4, "u"): "I", (4, "i"): "i",
+        (8, "u"): "Q", (8, "i"): "q"}[dtype.itemsize, dtype.kind]))
 
 
 class KernelFamily:
@@ -37,7 +55,8 @@ class KernelFamily:
         if found is None:
             prg = self.programs.get(self.template, params)
             decl = self.programs.declarations(self.template, params)[name]
-            found = self._kernels[key] = (cl.Kernel(prg, name), decl)
+            scalars = tuple(None if p.dtype is None else _scalar(p.dtype) for p in decl)
+            found = self._kernels[key] = (cl.Kernel(prg, name), decl, scalars)
         return found
 
     def wg_limit(self, params, names, device):
@@ -50,18 +69,18 @@ class KernelFamily:
         numbers packed as their parameters' types) over ``gsize`` work-items in groups of
         ``lsize``; the event."""
         with self._lock:
-            knl, decl = self._kernel(params, name)
+            knl, decl, scalars = self._kernel(params, name)
             if len(args) != len(decl):
                 raise TypeError(f"kernel {name}: expected {len(decl)} arguments, got {len(args)}")
-            for i, (param, arg) in enumerate(zip(decl, args)):
-                if param.dtype is None:
+            for i, (scalar, arg) in enumerate(zip(scalars, args)):
+                if scalar is None:
                     knl.set_arg(i, arg)
                     continue
-                info = np.iinfo(param.dtype)
-                if not info.min <= int(arg) <= info.max:
-                    raise TypeError(f"kernel {name}: parameter {param.name} ({param.cl_type}) "
-                                    f"takes {info.min} to {info.max}, got {arg}")
-                set_packed(knl, i, np.asarray(int(arg), param.dtype).tobytes(), param.dtype)
+                v = int(arg)
+                if not scalar.lo <= v <= scalar.hi:
+                    raise TypeError(f"kernel {name}: parameter {decl[i].name} ({decl[i].cl_type}) "
+                                    f"takes {scalar.lo} to {scalar.hi}, got {arg}")
+                set_packed(knl, i, scalar.packing.pack(v), scalar.dtype)
             return cl.enqueue_nd_range_kernel(queue, knl, (int(gsize),),
                                               None if lsize is None else (int(lsize),),
                                               wait_for=list(wait or ()) or None)
