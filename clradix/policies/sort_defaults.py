@@ -63,14 +63,16 @@ DEFAULTS = {
 # lowered one at a time to fit local memory. 64-bit keys: 128 x 33 = 4,224 keys a bucket, so that
 # 2^28 keys take two levels (after two, buckets of 4,096 +- 64 keys) where 256 x 14 = 3,584
 # would take three; 32-bit keys: 256 x 23 = 5,888 (values are gathered from global memory and
-# take no local memory). From the model, not yet measured.
+# take no local memory). Measured at 2^28 (BENCHMARKS.md): for random uint64 128 x 33 beat
+# 256 x 14 on both the H100 and the H200; float64 in [0, 1) was faster at 256 x 14.
 HYBRID_TILES = {4: (256, 23), 8: (128, 33)}
 
-# THE PLANNER RULE FOR THE HYBRID SORT, OFF UNTIL MEASURED: (key bytes, with values) -> the
-# smallest n from which the planner picks the hybrid sort over onesweep on NVIDIA GPUs (no entry:
-# never). The model predicts it faster for 64-bit keys from about 2^22 (keys alone and with
-# values) and for 32-bit pairs and argsort at 2^24-2^28; turn entries on from a GPU run of
-# `python -m benchmarks gpu --variants hybrid ...` (BENCHMARKS_NOTES.md, "a model of the hybrid").
+# The planner rule for the hybrid sort: (key bytes, with values) -> the smallest n from which
+# the planner picks the hybrid sort over onesweep on NVIDIA GPUs (no entry: never). Empty, from
+# measurements on the H100 and the H200 (BENCHMARKS.md, "the hybrid MSD-then-local sort"): the
+# hybrid is slower for random 64-bit keys and 32-bit pairs at 2^24 and 2^28 and for skewed keys
+# with many distinct values; it is faster only where few distinct values or constant top digits
+# remove levels, which is not known before the keys are read. algorithm="hybrid" selects it.
 HYBRID_FROM: Dict[Tuple[int, bool], int] = {}
 
 # From this many keys NVIDIA GPUs take the "nvidia" entry, below it "nvidia-small"; CPUs with
