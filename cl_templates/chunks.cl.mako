@@ -184,21 +184,22 @@ static inline void bucket_bits(uint d, uint f, uint l, uint shift, uint lo_bit,
     base[d] = saves ? (KEY_T)f << shift : 0;
 }
 
-/* lut[v]: the bucket of fine value v. Where the top bits of the fine digit (as many as make
-   the buckets' number) fill no bucket with more than twice its share of the sample, those bits
+/* lut[v]: the bucket of fine value v. Without a sample (integer keys: the fine digit is the top
+   digit) v itself. Where the top bits of the fine digit (as many as make the buckets' number)
+   fill no bucket with more than twice its share of the sample, those bits
    (uniform keys: each bucket's passes are the bits below the top digit, as digit-aligned as
    ever); else (the sample's keys below v) x buckets / (the sample's keys), monotone in v: each
    bucket about its share, a value that outweighs one a bucket of its own. hi_bits and base:
    bucket_bits (the bits above the fine digit are every key's: cb_span). */
 __kernel ONE_ITEM void cb_lut(__global uint* restrict samples, uint chunks, uint fine_mask,
                               uint buckets, __global const KEY_T* restrict span, uint lo_bit,
-                              __global LUT_T* restrict lut, __global uint* restrict hi_bits,
+                              uint sampled, __global LUT_T* restrict lut, __global uint* restrict hi_bits,
                               __global KEY_T* restrict base)
 {
     const uint shift = top_shift(span, chunks, lo_bit, fine_mask);
     const uint fine = fine_mask + 1;
     ulong total = 0;
-    for (uint v = 0; v < fine; ++v) {   /* every chunk's counts summed into chunk 0's */
+    for (uint v = 0; sampled && v < fine; ++v) {   /* every chunk's counts summed into chunk 0's */
         uint s = samples[v];
         for (uint c = 1; c < chunks; ++c)
             s += samples[(size_t)c * fine + v];
@@ -211,11 +212,11 @@ __kernel ONE_ITEM void cb_lut(__global uint* restrict samples, uint chunks, uint
     }
     const uint below_top = popcount(fine_mask) - popcount(buckets - 1);
     ulong fullest = 0, run = 0;   /* the top bits' fullest bucket */
-    for (uint v = 0; v < fine; ++v) {
+    for (uint v = 0; sampled && v < fine; ++v) {
         run = (v & ((1u << below_top) - 1)) ? run + samples[v] : samples[v];
         fullest = max(fullest, run);
     }
-    const uint top_bits = fullest * buckets <= 2 * total;
+    const uint top_bits = !sampled || fullest * buckets <= 2 * total;
     ulong below = 0;
     uint d_first = 0, d = 0;   /* the bucket of the value before, and its first value */
     for (uint v = 0; v < fine; ++v) {
@@ -227,7 +228,7 @@ __kernel ONE_ITEM void cb_lut(__global uint* restrict samples, uint chunks, uint
         }
         lut[v] = (LUT_T)d;
         bucket_bits(d, d_first, v, shift, lo_bit, hi_bits, base);
-        below += samples[v];
+        below += sampled ? samples[v] : 0;
     }
 }
 
@@ -409,7 +410,7 @@ ${top_digit()}
 ## The in-cache sort of one run of keys by one work-item (cb_insertion, cb_lsd: the buckets' and
 ## the segments'), and the bucket sort (buckets). The bucket sort reads the keys once for the
 ## bits that differ among them (cb_span), places its fine digit (radix_bits + 6 bits) at the
-## highest of them, maps each fine value to a bucket from a sample of the keys (cb_sample,
+## highest of them, maps each fine value to a bucket from a sample of float keys (cb_sample,
 ## cb_lut: the top bits of the fine digit where they fill the buckets evenly enough, else the
 ## sample's quantiles, so that float keys, whose top bits are a few exponents, fill them as
 ## evenly as uniform integers), and makes one chunked pass by the bucket (cc_count, cc_scatter)

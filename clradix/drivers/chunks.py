@@ -116,7 +116,11 @@ class ChunkBuckets(Chunks):
     @staticmethod
     def digits(policy, n, bits):
         """(top, fine): the widths of the top digit (the buckets' number) and of the fine digit
-        for n keys sorted by `bits` bits."""
+        for n keys sorted by `bits` bits. Only float keys are sampled (their top bits, sign and
+        exponent, take few values); integer keys' fine digit is the top digit, placed at the
+        highest differing bit (the sample and the table cost uint32 2^22 about 0.7 ms, uint64
+        1.9 ms, for buckets as even as they were; BENCHMARKS_NOTES.md, "the bucket sort's
+        buckets by the keys' distribution"); the tables are as large either way."""
         top = min(policy.radix_bits, bits)
         fine = max(top, min(top + FINE_EXTRA, FINE_MAX,
                             max(n, 1).bit_length() - 1 - FINE_BELOW_N))
@@ -145,7 +149,9 @@ class ChunkBuckets(Chunks):
         top, fine = self.digits(self.policy, n, end_bit - begin_bit)
         shift = end_bit - top
         mask = (1 << top) - 1
-        fine_mask = (1 << fine) - 1
+        # without a sample the fine digit is the top digit, each bucket one value of it
+        sampled = self.codec.kind == "float"
+        fine_mask = (1 << fine) - 1 if sampled else mask
         chunk_len, chunks = self.grid(self.policy, self.profile, n)
         keys = (Buf(KEYS_IN), Off(KEYS_IN))
         # (the ping-pong buffers first, as the other sorts ask for theirs)
@@ -167,10 +173,12 @@ class ChunkBuckets(Chunks):
         one = (1,)
         seq.launch("cb_span", "cb_span", (chunks,), one,
                    [*keys, n, chunk_len, begin_bit, end_bit, flip, span])
-        seq.launch("cb_sample", "cb_sample", (chunks,), one,
-                   [*keys, n, chunk_len, chunks, flip, span, begin_bit, fine_mask, samples])
+        if sampled:
+            seq.launch("cb_sample", "cb_sample", (chunks,), one,
+                       [*keys, n, chunk_len, chunks, flip, span, begin_bit, fine_mask, samples])
         seq.launch("cb_lut", "cb_lut", (1,), one,
-                   [samples, chunks, fine_mask, mask + 1, span, begin_bit, lut, hi_bits, bases])
+                   [samples, chunks, fine_mask, mask + 1, span, begin_bit, int(sampled), lut,
+                    hi_bits, bases])
         bucket = [span, begin_bit, lut, fine_mask]
         seq.launch("cc_count top", "cc_count", (chunks,), one,
                    [*keys, counts, n, chunk_len, chunks, shift, mask, flip] + bucket)
