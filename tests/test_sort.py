@@ -425,9 +425,9 @@ def test_chunk_buckets_skewed_floats(ctx, queue, rng, dtype, kind):
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.float32], ids=str)
 def test_chunk_buckets_sample_misjudged(ctx, queue, rng, dtype):
-    """Keys the sample (every few blocks of 64 keys of a long chunk) does not see: every other
-    block in a narrow range, so that one or two buckets get half the keys, over the cache bound
-    (split by their next bits first)."""
+    """Every other block of 64 keys in a narrow range: float32 keys the sample (every few blocks
+    of a long chunk) does not see, uint32 keys (not sampled) one top digit; either way one or
+    two buckets get half the keys, over the cache bound (split by their next bits first)."""
     n = 1 << 19
     sorter = clradix.Sorter(ctx, algorithm="chunks", items_per_thread=1 << 16, blocks_per_cu=1)
     odd = (np.arange(n) // 64) % 2 == 1
