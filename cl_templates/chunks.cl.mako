@@ -24,7 +24,9 @@
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12), lines
 ## (the scatter's write-combining lines; the whole-array kernels only), buckets (the bucket
-## sort's kernels: cb_starts, cb_buckets; the whole-array kernels only), value_t
+## sort's kernels: cb_span, cb_sample, cb_lut, cb_starts, cb_buckets; the whole-array kernels
+## only), run_bits (the widest digit of a run's passes, cb_lsd; None without buckets or
+## segments), value_t
 ## (None for keys only), index_t ("uint" when every index and offset fits 32 bits, else "ulong"),
 ## off_t (None: the whole-array kernels; "int" or "long": the segmented ones, 8-bit digits).
 <%namespace name="common" file="common.mako"/>
@@ -52,10 +54,17 @@ ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bi
 #define ONE_ITEM __attribute__((reqd_work_group_size(1, 1, 1)))
 <%def name="top_digit()">\
 % if buckets:
-    /* the bucket sort's top digit: placed by the keys' span (cb_span) */
-    const uint shift = top_shift(span, chunks, lo_bit, digit_mask);
+    /* the bucket sort's fine digit: placed by the keys' span (cb_span) */
+    const uint shift = top_shift(span, chunks, lo_bit, fine_mask);
 % else:
     const uint shift = shift_arg;
+% endif
+</%def>
+<%def name="digit(k)">\
+% if buckets:
+lut[digit_of(${k}, shift, fine_mask, flip)]\
+% else:
+digit_of(${k}, shift, digit_mask, flip)\
 % endif
 </%def>
 /* keys per write-combining line of the scatter: one 64-byte cache line */
@@ -69,12 +78,20 @@ static inline void chunk_range(INDEX_T n, INDEX_T chunk_len, uint c, INDEX_T* lo
 }
 
 % if buckets or off_t:
-/* bits [lo, hi) of x's order key (lo < hi) */
-static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip)
+/* bits [lo, hi) of x's order key less base (lo < hi; base: the smallest order key of a run, in
+   its bits from lo, or 0) */
+static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip, KEY_T base)
 {
-    const KEY_T k = order_key(x, flip) >> lo;
+    const KEY_T k = (KEY_T)(order_key(x, flip) - base) >> lo;
     const uint bits = hi - lo;
     return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
+}
+
+/* the digit of x in a pass over a run: bits [shift, shift + popcount(mask)) of its order key
+   less base */
+static inline uint run_digit(KEY_T x, uint shift, uint mask, KEY_T flip, KEY_T base)
+{
+    return (uint)((KEY_T)(order_key(x, flip) - base) >> shift) & mask;
 }
 % endif
 % if buckets:
@@ -90,7 +107,7 @@ __kernel ONE_ITEM void cb_span(__global const KEY_T* restrict keys, ulong keys_o
     keys += keys_off;
     KEY_T any = 0, all = (KEY_T)~(KEY_T)0;
     for (INDEX_T i = lo; i < hi; ++i) {
-        const KEY_T k = cb_key(keys[i], lo_bit, hi_bit, flip);
+        const KEY_T k = cb_key(keys[i], lo_bit, hi_bit, flip, 0);
         any |= k;
         all &= k;
     }
@@ -118,13 +135,111 @@ static inline uint top_shift(__global const KEY_T* span, uint chunks, uint lo, u
     return top >= lo + bits ? top - bits : lo;
 }
 
+/* The buckets follow the keys' distribution: the fine digit (fine_mask wide, placed by
+   top_shift) of a sample of the keys is counted (cb_sample), and a monotone table maps each fine
+   value to a bucket so that each bucket holds about as many of the sample (cb_lut). Float keys,
+   whose top bits (sign, exponent) take few values, so fill the buckets as evenly as uniform
+   integers do. */
+/* the bucket of a fine value */
+#define LUT_T ${"uchar" if radix_bits <= 8 else "ushort"}
+/* the sample: every SAMPLE_BLOCK keys of a chunk's blocks of them, of at most SAMPLE_KEYS
+   keys a chunk */
+#define SAMPLE_BLOCK 64
+#define SAMPLE_KEYS 65536
+
+/* samples[c * (fine_mask + 1) + v]: how many keys of chunk c's sample have fine value v */
+__kernel ONE_ITEM void cb_sample(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n,
+                                 INDEX_T chunk_len, uint chunks, KEY_T flip,
+                                 __global const KEY_T* restrict span, uint lo_bit,
+                                 uint fine_mask, __global uint* restrict samples)
+{
+    const uint shift = top_shift(span, chunks, lo_bit, fine_mask);
+    const uint c = get_global_id(0);
+    INDEX_T lo, hi;
+    chunk_range(n, chunk_len, c, &lo, &hi);
+    __global uint* h = samples + (size_t)c * (fine_mask + 1);
+    for (uint v = 0; v <= fine_mask; ++v)
+        h[v] = 0;
+    keys += keys_off;
+    const INDEX_T every = chunk_len > SAMPLE_KEYS ? chunk_len / SAMPLE_KEYS : 1;
+    for (INDEX_T b = lo; b < hi; b += every * SAMPLE_BLOCK) {
+        const INDEX_T e = min(b + SAMPLE_BLOCK, hi);
+        for (INDEX_T i = b; i < e; ++i)
+            h[digit_of(keys[i], shift, fine_mask, flip)] += 1;
+    }
+}
+
+/* Bucket d of fine values [f, l] (f at the fine digit's shift): the keys' order keys less
+   base[d] differ only in bits below hi_bits[d]. Every key has the bits above the highest bit in
+   which f and l differ; less f, only the bits of l - f are left, which can be one bit fewer
+   (f = 63, l = 64) and so a pass fewer in the bucket. The base is f only where it saves a pass
+   (a subtraction a key in each pass), else 0. */
+static inline void bucket_bits(uint d, uint f, uint l, uint shift, uint lo_bit,
+                               __global uint* hi_bits, __global KEY_T* base)
+{
+    const uint common = shift + (32 - clz(f ^ l)), less_f = shift + (32 - clz(l - f));
+    const uint saves = (common - lo_bit + ${run_bits - 1}) / ${run_bits}
+                       > (less_f - lo_bit + ${run_bits - 1}) / ${run_bits};
+    hi_bits[d] = saves ? less_f : common;
+    base[d] = saves ? (KEY_T)f << shift : 0;
+}
+
+/* lut[v]: the bucket of fine value v. Without a sample (integer keys: the fine digit is the top
+   digit) v itself. Where the top bits of the fine digit (as many as make the buckets' number)
+   fill no bucket with more than twice its share of the sample, those bits
+   (uniform keys: each bucket's passes are the bits below the top digit, as digit-aligned as
+   ever); else (the sample's keys below v) x buckets / (the sample's keys), monotone in v: each
+   bucket about its share, a value that outweighs one a bucket of its own. hi_bits and base:
+   bucket_bits (the bits above the fine digit are every key's: cb_span). */
+__kernel ONE_ITEM void cb_lut(__global uint* restrict samples, uint chunks, uint fine_mask,
+                              uint buckets, __global const KEY_T* restrict span, uint lo_bit,
+                              uint sampled, __global LUT_T* restrict lut, __global uint* restrict hi_bits,
+                              __global KEY_T* restrict base)
+{
+    const uint shift = top_shift(span, chunks, lo_bit, fine_mask);
+    const uint fine = fine_mask + 1;
+    ulong total = 0;
+    for (uint v = 0; sampled && v < fine; ++v) {   /* every chunk's counts summed into chunk 0's */
+        uint s = samples[v];
+        for (uint c = 1; c < chunks; ++c)
+            s += samples[(size_t)c * fine + v];
+        samples[v] = s;
+        total += s;
+    }
+    for (uint d = 0; d < buckets; ++d) {
+        hi_bits[d] = shift;
+        base[d] = 0;
+    }
+    const uint below_top = popcount(fine_mask) - popcount(buckets - 1);
+    ulong fullest = 0, run = 0;   /* the top bits' fullest bucket */
+    for (uint v = 0; sampled && v < fine; ++v) {
+        run = (v & ((1u << below_top) - 1)) ? run + samples[v] : samples[v];
+        fullest = max(fullest, run);
+    }
+    const uint top_bits = !sampled || fullest * buckets <= 2 * total;
+    ulong below = 0;
+    uint d_first = 0, d = 0;   /* the bucket of the value before, and its first value */
+    for (uint v = 0; v < fine; ++v) {
+        const uint dv = top_bits ? v >> below_top
+                      : total ? (uint)min(below * buckets / total, (ulong)buckets - 1) : 0;
+        if (dv != d) {
+            d = dv;
+            d_first = v;
+        }
+        lut[v] = (LUT_T)d;
+        bucket_bits(d, d_first, v, shift, lo_bit, hi_bits, base);
+        below += sampled ? samples[v] : 0;
+    }
+}
+
 % endif
 /* counts[d * chunks + c]: how many keys of chunk c have digit d in this pass */
 __kernel ONE_ITEM void cc_count(__global const KEY_T* restrict keys, ulong keys_off,
                                 __global INDEX_T* restrict counts, INDEX_T n, INDEX_T chunk_len,
                                 uint chunks, uint shift_arg, uint digit_mask, KEY_T flip
 % if buckets:
-                                , __global const KEY_T* restrict span, uint lo_bit
+                                , __global const KEY_T* restrict span, uint lo_bit,
+                                __global const LUT_T* restrict lut, uint fine_mask
 % endif
                                 )
 {
@@ -140,11 +255,11 @@ ${top_digit()}
     keys += keys_off;
     INDEX_T i = lo;
     for (; i + 1 < hi; i += 2) {
-        hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
-        hist[RADIX + digit_of(keys[i + 1], shift, digit_mask, flip)] += 1;
+        hist[${digit("keys[i]")}] += 1;
+        hist[RADIX + ${digit("keys[i + 1]")}] += 1;
     }
     if (i < hi)
-        hist[digit_of(keys[i], shift, digit_mask, flip)] += 1;
+        hist[${digit("keys[i]")}] += 1;
     for (uint d = 0; d < RADIX; ++d)
         counts[(INDEX_T)d * chunks + c] = hist[d] + hist[RADIX + d];
 }
@@ -188,6 +303,7 @@ __kernel ONE_ITEM void cc_scatter(${common.stream_params(value_t, 34) | trim}
                                   uint digit_mask, KEY_T flip,
 % if buckets:
                                   __global const KEY_T* restrict span, uint lo_bit,
+                                  __global const LUT_T* restrict lut, uint fine_mask,
 % endif
 % if lines and value_t:
                                   __global VALUE_T* restrict wc_vals,
@@ -234,7 +350,7 @@ ${top_digit()}
 % if not lines:
     for (INDEX_T i = lo; i < hi; ++i) {
         const KEY_T k = keys_in[i];
-        const INDEX_T o = at[digit_of(k, shift, digit_mask, flip)]++;
+        const INDEX_T o = at[${digit("k")}]++;
         if (write_keys)
             keys_out[o] = k;
 %   if value_t:
@@ -249,7 +365,7 @@ ${top_digit()}
 % endif
     for (INDEX_T i = lo; i < hi; ++i) {
         const KEY_T k = keys_in[i];
-        const uint d = digit_of(k, shift, digit_mask, flip);
+        const uint d = ${digit("k")};
         const INDEX_T o = at[d]++;
         const uint slot = (uint)(o + line_off) & (WC - 1);
         kbuf[d * WC + slot] = k;
@@ -293,15 +409,20 @@ ${top_digit()}
 %>
 ## The in-cache sort of one run of keys by one work-item (cb_insertion, cb_lsd: the buckets' and
 ## the segments'), and the bucket sort (buckets). The bucket sort reads the keys once for the
-## bits that differ among them (cb_span), places its top digit at the highest of them, and makes
-## one chunked pass by that digit (cc_count, cc_scatter) into a buffer A: bucket d is the keys
-## [starts[d], starts[d + 1]) of A (cb_starts). Each bucket is then sorted on its own by a
-## work-item (cb_buckets) between its range of A and the same range of a buffer B, where it ends.
-## A bucket of at most bucket_keys keys stays in the core's cache through its passes: one read
-## counts every remaining 8-bit digit (counts do not depend on the order a pass leaves) while
-## copying the bucket to B, then an LSD pass per digit that is not constant in the bucket; a
-## larger bucket is first split by its next 8 bits (A to B, stable), and each part sorted so. The
-## top digit's pass and the passes within a bucket are stable, so the whole sort is.
+## bits that differ among them (cb_span), places its fine digit (radix_bits + 6 bits) at the
+## highest of them, maps each fine value to a bucket from a sample of float keys (cb_sample,
+## cb_lut: the top bits of the fine digit where they fill the buckets evenly enough, else the
+## sample's quantiles, so that float keys, whose top bits are a few exponents, fill them as
+## evenly as uniform integers), and makes one chunked pass by the bucket (cc_count, cc_scatter)
+## into a buffer A: bucket d is the keys [starts[d], starts[d + 1]) of A (cb_starts). Each bucket
+## is then sorted on its own by a work-item (cb_buckets) between its range of A and the same
+## range of a buffer B, where it ends, by the bits that differ within it (hi_bits[d], less
+## base[d]: cb_lut). A bucket of at most bucket_keys keys stays in the core's cache through its
+## passes: one read counts every remaining digit (counts do not depend on the order a pass
+## leaves) while copying the bucket to B, then an LSD pass per digit that is not constant in the
+## bucket; a larger bucket (one the sample misjudged) is first split by its next 8 bits (A to B,
+## stable), and each part sorted so. The bucket pass and the passes within a bucket are stable
+## and the buckets are in key order, so the whole sort is.
 /* a bucket (or a part) of at most this many keys is sorted by insertion */
 #define INSERTION_KEYS 32
 % if wide:
@@ -326,16 +447,16 @@ static void cb_copy(__global const KEY_T* x, __global KEY_T* y,
 /* the len keys at x (values at vx) stably sorted in place by bits [lo, hi) (lo < hi) */
 <% vx_param = " __global VALUE_T* vx," if value_t else "" %>\
 static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uint hi,
-                         KEY_T flip)
+                         KEY_T flip, KEY_T base)
 {
     for (INDEX_T i = 1; i < len; ++i) {
         const KEY_T k = x[i];
-        const KEY_T kk = cb_key(k, lo, hi, flip);
+        const KEY_T kk = cb_key(k, lo, hi, flip, base);
 % if value_t:
         const VALUE_T v = vx[i];
 % endif
         INDEX_T j = i;
-        while (j > 0 && cb_key(x[j - 1], lo, hi, flip) > kk) {
+        while (j > 0 && cb_key(x[j - 1], lo, hi, flip, base) > kk) {
             x[j] = x[j - 1];
 % if value_t:
             vx[j] = vx[j - 1];
@@ -349,22 +470,24 @@ static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uin
     }
 }
 
-<%def name="lsd_fn(name, B)">\
+<%def name="lsd_fn(name, B, based)">\
 <%
     radix = 1 << B
     maxp = -(-key_bits // B)
+    kbase = "base" if based else "0"
 %>\
-/* the len keys at x stably sorted by bits [lo, hi) by LSD passes of B-bit digits between x and y (values
-   vx, vy alike), the result in y when end_in_y, else in x. One read counts every pass's digits
-   and copies the keys to y, which brings y's lines into the cache (where the first pass would
-   otherwise miss on each of them, in no order a prefetcher follows); with the keys in both, the
-   passes start from whichever makes the last one write the result's place. A pass whose digit
-   all keys share is skipped. */
+/* the len keys at x stably sorted by bits [lo, hi) of their order keys${" less base" if based else " (base: 0)"}, by LSD
+   passes of ${B}-bit digits between x and y (values vx, vy alike), the result in y when end_in_y, else
+   in x. One read counts every pass's digits and copies the keys to y, which brings y's lines
+   into the cache (where the first pass would otherwise miss on each of them, in no order a
+   prefetcher follows); with the keys in both, the passes start from whichever makes the last
+   one write the result's place. A pass whose digit all keys share is skipped. */
 static void ${name}(__global KEY_T* x, __global KEY_T* y,
 % if value_t:
 ${" " * (len(name) + 13)}__global VALUE_T* vx, __global VALUE_T* vy,
 % endif
-${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_y)
+${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, KEY_T base,
+${" " * (len(name) + 13)}uint end_in_y)
 {
     const uint npasses = (hi - lo + ${B - 1}) / ${B};
     INDEX_T hist[${maxp * radix}];
@@ -379,7 +502,7 @@ ${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_
 %   if value_t:
             vy[i] = vx[i];
 %   endif
-            const KEY_T k = cb_key(x_i, lo, hi, flip);
+            const KEY_T k = cb_key(x_i, lo, hi, flip, ${kbase});
 %   for p in range(m):
             hist[${p * radix}u + ((uint)(k >> ${B * p}) & ${radix - 1})] += 1;
 %   endfor
@@ -391,7 +514,8 @@ ${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_
     for (uint p = 0; p < npasses; ++p) {
         const uint shift = lo + ${B} * p;
         const uint bits = hi - shift < ${B} ? hi - shift : ${B};
-        moving += hist[p * ${radix} + digit_of(x[0], shift, (1u << bits) - 1, flip)] != len;
+        moving += hist[p * ${radix} + run_digit(x[0], shift, (1u << bits) - 1, flip, ${kbase})]
+            != len;
     }
     /* after an odd number of passes the keys are in the other buffer than the first's */
     const uint from_x = (moving & 1) == (end_in_y != 0);
@@ -406,7 +530,7 @@ ${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_
         const uint shift = lo + ${B} * p;
         const uint bits = hi - shift < ${B} ? hi - shift : ${B};
         const uint mask = (1u << bits) - 1;
-        if (h[digit_of(src[0], shift, mask, flip)] == len)
+        if (h[run_digit(src[0], shift, mask, flip, ${kbase})] == len)
             continue;   /* every key has the same digit: the pass keeps the order */
         INDEX_T run = 0;
         for (uint d = 0; d <= mask; ++d) {
@@ -416,7 +540,7 @@ ${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_
         }
         for (INDEX_T i = 0; i < len; ++i) {
             const KEY_T k = src[i];
-            const INDEX_T o = h[digit_of(k, shift, mask, flip)]++;
+            const INDEX_T o = h[run_digit(k, shift, mask, flip, ${kbase})]++;
             dst[o] = k;
 % if value_t:
             vdst[o] = vsrc[i];
@@ -429,20 +553,20 @@ ${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, uint end_in_
     }
 }
 </%def>
-${lsd_fn("cb_lsd", 8)}
+${lsd_fn("cb_lsd", run_bits, False)}
 % if wide:
-${lsd_fn("cb_lsd_wide", 12)}
+${lsd_fn("cb_lsd_wide", 12, False)}
+% endif
+% if buckets:
+${lsd_fn("cb_lsd_based", run_bits, True)}
 % endif
 
 % endif
 % if buckets:
-/* starts[d]: the first key of bucket d of the top digit; starts[buckets]: n;
-   starts[buckets + 1]: the top digit's shift (top_shift) */
+/* starts[d]: the first key of bucket d; starts[buckets]: n */
 __kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint chunks,
-                                 uint buckets, __global INDEX_T* restrict starts,
-                                 __global const KEY_T* restrict span, uint lo_bit)
+                                 uint buckets, __global INDEX_T* restrict starts)
 {
-    starts[buckets + 1] = top_shift(span, chunks, lo_bit, buckets - 1);
     INDEX_T run = 0;
     for (uint d = 0; d < buckets; ++d) {
         starts[d] = run;
@@ -452,20 +576,22 @@ __kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint c
     starts[buckets] = run;
 }
 
-/* bucket d of the top digit: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits
-   [lo_bit, hi_bit) into the same range of keys_b (values likewise), hi_bit the top digit's
-   shift (starts[buckets + 1]) */
+/* bucket d: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits [lo_bit, hi_bits[d])
+   into the same range of keys_b (values likewise) */
 __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_off,
                                   __global KEY_T* restrict keys_b, ulong keys_b_off,
 % if value_t:
                                   __global VALUE_T* restrict vals_a, ulong vals_a_off,
                                   __global VALUE_T* restrict vals_b, ulong vals_b_off,
 % endif
-                                  __global const INDEX_T* restrict starts, uint lo_bit,
+                                  __global const INDEX_T* restrict starts,
+                                  __global const uint* restrict hi_bits,
+                                  __global const KEY_T* restrict bases, uint lo_bit,
                                   KEY_T flip, INDEX_T bucket_keys)
 {
     const uint d = get_global_id(0);
-    const uint hi_bit = (uint)starts[get_global_size(0) + 1];
+    const uint hi_bit = hi_bits[d];
+    const KEY_T base = bases[d];
     const INDEX_T first = starts[d];
     const INDEX_T len = starts[d + 1] - first;
     if (len == 0)
@@ -479,11 +605,14 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
     if (lo_bit == hi_bit || len <= INSERTION_KEYS) {
         cb_copy(a, b, ${va("va", "vb")}len);
         if (lo_bit < hi_bit)
-            cb_insertion(b, ${"vb, " if value_t else ""}len, lo_bit, hi_bit, flip);
+            cb_insertion(b, ${"vb, " if value_t else ""}len, lo_bit, hi_bit, flip, base);
         return;
     }
     if (len <= bucket_keys || hi_bit - lo_bit <= 8) {
-        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 1);
+        if (base)
+            cb_lsd_based(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, base, 1);
+        else
+            cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 0, 1);
         return;
     }
     /* a bucket over the cache bound: split by bits [mid, hi_bit) from a to b first */
@@ -492,9 +621,9 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
     for (uint e = 0; e < 256; ++e)
         at[e] = 0;
     for (INDEX_T i = 0; i < len; ++i)
-        at[digit_of(a[i], mid, 255, flip)] += 1;
-    if (at[digit_of(a[0], mid, 255, flip)] == len) {   /* one part: no split */
-        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 1);
+        at[run_digit(a[i], mid, 255, flip, base)] += 1;
+    if (at[run_digit(a[0], mid, 255, flip, base)] == len) {   /* one part: no split */
+        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, base, 1);
         return;
     }
     INDEX_T run = 0;
@@ -505,7 +634,7 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
     }
     for (INDEX_T i = 0; i < len; ++i) {
         const KEY_T k = a[i];
-        const INDEX_T o = at[digit_of(k, mid, 255, flip)]++;
+        const INDEX_T o = at[run_digit(k, mid, 255, flip, base)]++;
         b[o] = k;
 % if value_t:
         vb[o] = va[i];
@@ -515,9 +644,9 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
         const INDEX_T plen = at[e] - part[e];
         const INDEX_T o = part[e];
         if (plen <= INSERTION_KEYS)
-            cb_insertion(b + o, ${"vb + o, " if value_t else ""}plen, lo_bit, mid, flip);
+            cb_insertion(b + o, ${"vb + o, " if value_t else ""}plen, lo_bit, mid, flip, base);
         else
-            cb_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, 0);
+            cb_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, base, 0);
     }
 }
 % endif
@@ -555,13 +684,13 @@ static void sort_run(__global KEY_T* a, __global KEY_T* b,
     if (begin_bit == end_bit)
         return;
     if (len <= INSERTION_KEYS)
-        cb_insertion(a, ${"va, " if value_t else ""}len, begin_bit, end_bit, flip);
+        cb_insertion(a, ${"va, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 % if wide:
     else if (len >= WIDE_MIN)
-        cb_lsd_wide(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
+        cb_lsd_wide(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0, 0);
 % endif
     else
-        cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
+        cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0, 0);
 }
 
 /* Segments [w * spi, (w + 1) * spi) of work-item w. In place: keys (and vals) through the scratch

@@ -274,7 +274,7 @@ def test_nvidia_register_cap():
 
 def test_chunk_buckets_policy():
     """The chunked sort's buckets: on by default for keys of 2 bytes or more, the top digit 8
-    bits (11 beyond 256 buckets of BUCKET_BYTES), bucket_keys from BUCKET_BYTES; a caller's
+    bits (11 beyond WIDE_TOP_BYTES of keys and values), bucket_keys from BUCKET_BYTES; a caller's
     radix_bits or bucket_keys=0 the LSD passes; bucket_keys only with the chunks algorithm."""
     from clradix.policies.sort_defaults import BUCKET_BYTES
     cpu = profile(device_type="cpu", local_mem_bytes=2 ** 20)

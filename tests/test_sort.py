@@ -384,6 +384,63 @@ def test_chunk_buckets_bit_ranges(ctx, queue, rng, dtype, radix_bits):
                    descending=True)
 
 
+def skewed_floats(rng, dtype, n, kind):
+    """Floats whose top bits (sign, exponent) take few values: the buckets come from a sample's
+    quantiles (cb_lut). "normal" both signs; "tiny" positive, one exponent range far from 1;
+    "wide" exponents over most of the range; "heavy": 40 % one value (a fine value heavier
+    than a bucket), the rest normal; "salted": normal with NaNs of both signs, -0.0 and +0.0,
+    +-inf."""
+    d = np.dtype(dtype)
+    if kind == "tiny":
+        x = (rng.exponential(size=n) * 1e-30).astype(d)
+    elif kind == "wide":
+        x = (rng.lognormal(0, 20, size=n) * rng.choice([-1, 1], n)).astype(d)
+    else:
+        x = rng.standard_normal(n).astype(d)
+    if kind == "heavy":
+        x[rng.random(n) < 0.4] = d.type(0.75)
+    if kind == "salted":
+        pick = rng.integers(0, n, n // 10)
+        x[pick] = np.array([np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf], d)[
+            rng.integers(0, 6, pick.size)]
+    return x
+
+
+@pytest.mark.parametrize("kind", ["normal", "tiny", "wide", "heavy", "salted"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_chunk_buckets_skewed_floats(ctx, queue, rng, dtype, kind):
+    """Buckets by the sample's quantiles: keys, pairs and argsort (descending: the flipped order
+    keys), the cache bound at 50 keys (buckets split) and the planner's, sizes one over and under
+    a block of the sample, a bit range; against numpy, stable and bit for bit."""
+    bits = np.dtype(dtype).itemsize * 8
+    for bucket_keys in (50, None):
+        sorter = clradix.Sorter(ctx, algorithm="chunks", bucket_keys=bucket_keys,
+                                items_per_thread=512)
+        for n in (64 * 70 - 1, 64 * 70 + 1, 20011):
+            keys = skewed_floats(rng, dtype, n, kind)
+            for op in SORT_OPS:
+                check_sort(queue, sorter, keys, op, descending=op == "argsort")
+        check_sort(queue, sorter, keys, "pairs", begin_bit=2, end_bit=bits - 3)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.float32], ids=str)
+def test_chunk_buckets_sample_misjudged(ctx, queue, rng, dtype):
+    """Every other block of 64 keys in a narrow range: float32 keys the sample (every few blocks
+    of a long chunk) does not see, uint32 keys (not sampled) one top digit; either way one or
+    two buckets get half the keys, over the cache bound (split by their next bits first)."""
+    n = 1 << 19
+    sorter = clradix.Sorter(ctx, algorithm="chunks", items_per_thread=1 << 16, blocks_per_cu=1)
+    odd = (np.arange(n) // 64) % 2 == 1
+    if dtype == np.float32:
+        keys = rng.standard_normal(n).astype(dtype)
+        keys[odd] = (1 + rng.random(int(odd.sum())) * 1e-3).astype(dtype)
+    else:
+        keys = uniform(rng, dtype, n)
+        keys[odd] = 0x12345600 + rng.integers(0, 1 << 12, int(odd.sum()), dtype=np.uint32)
+    check_sort(queue, sorter, keys, "pairs")
+    check_sort(queue, sorter, keys, "argsort", descending=True)
+
+
 def test_chunk_buckets_are_the_cpu_default(ctx, queue, rng):
     """The planner's chunked sort on a CPU takes the buckets for keys of 2 bytes or more (1-byte
     keys and bucket_keys=0 the LSD passes); either sorts the same."""

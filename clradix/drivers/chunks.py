@@ -1,8 +1,8 @@
 """Host side of the chunked CPU sort (cl_templates/chunks.cl.mako): one work-item per chunk of
 the keys; a digit pass counts each chunk's digits, then scatters each chunk in order (digits
 wider than 8 bits through a write-combining line per digit). ChunkBuckets (a policy's
-bucket_keys): one such pass by the top digit, then each bucket sorted by a work-item of its own
-within the cache."""
+bucket_keys): one such pass by a bucket chosen from a sample of the keys, then each bucket
+sorted by a work-item of its own within the cache."""
 
 from typing import Tuple
 
@@ -17,6 +17,18 @@ LINE_BYTES = 64
 # in the L1 cache, where the lines cost more than they save (2^22 and 2^24 uint32 on 2 EPYC
 # cores, BENCHMARKS_NOTES.md "2026-11-27: the CPU sort against numpy's dispatch").
 LINES_ABOVE_BITS = 8
+# The bucket sort's fine digit (chunks.cl.mako, cb_sample): FINE_EXTRA bits wider than the top
+# digit, so that a bucket is about 2^FINE_EXTRA fine values of the sample, at most FINE_MAX bits
+# (the table of 2^FINE_MAX bucket numbers stays in the L1 or L2 cache), and at most log2(n) -
+# FINE_BELOW_N bits (a table no larger than a quarter of the keys' count).
+FINE_EXTRA = 6
+FINE_MAX = 16
+FINE_BELOW_N = 2
+# The widest digit of the in-bucket passes by key size (digits of up to 9 bits: a bucket whose
+# keys differ in 25 bits takes 3 passes, not 4; float32 normal 2^22 on 2 EPYC cores: cb_buckets
+# 10.3 ms against 12.2 with 8 bits, uint32 the same; BENCHMARKS_NOTES.md, "the bucket sort's
+# buckets by the keys' distribution").
+RUN_BITS = {4: 9}
 
 
 class Chunks(BlockCounts):
@@ -25,7 +37,7 @@ class Chunks(BlockCounts):
 
     def template_params(self, policy, profile, device):
         # the whole-array kernels
-        return dict(off_t=None, lines=self.uses_lines(policy), buckets=False)
+        return dict(off_t=None, lines=self.uses_lines(policy), buckets=False, run_bits=None)
 
     @staticmethod
     def uses_lines(policy):
@@ -83,32 +95,63 @@ class Chunks(BlockCounts):
 
 
 class ChunkBuckets(Chunks):
-    """The bucket sort: a read of the keys for the bits that differ among them (cb_span: the top
-    digit, radix_bits wide, ends at the highest, so that keys sharing their high bits still fill
-    many buckets), one chunked pass by the top digit from the keys to a buffer A (argsort: the
-    indices made on the way), the buckets' starts (cb_starts), then a work-item per bucket
-    sorting the bits below the top digit between A and the keys' place, where they end
-    (cb_buckets; argsort: a second key buffer and the indices' output). Temporary memory: A
-    (keys and values), the count table, the starts, the span table (and argsort's second key
-    buffer, as the LSD passes' second temporary)."""
+    """The bucket sort: a read of the keys for the bits that differ among them (cb_span: the fine
+    digit ends at the highest, so that keys sharing their high bits still fill many buckets), a
+    sample of the keys' fine digits (cb_sample) made a table from fine value to bucket, each
+    bucket about as many keys of the sample (cb_lut: 2^radix_bits buckets), one chunked pass by
+    the bucket from the keys to a buffer A (argsort: the indices made on the way), the buckets'
+    starts (cb_starts), then a work-item per bucket sorting the bits that differ in it between A
+    and the keys' place, where they end (cb_buckets; argsort: a second key buffer and the
+    indices' output). Temporary memory: A (keys and values), the count table, the starts, the
+    span table, the samples' counts, the table and each bucket's high bit (and argsort's second
+    key buffer, as the LSD passes' second temporary)."""
 
-    kernel_names = Chunks.kernel_names + ("cb_span", "cb_starts", "cb_buckets")
+    kernel_names = Chunks.kernel_names + ("cb_span", "cb_sample", "cb_lut", "cb_starts",
+                                          "cb_buckets")
 
     def template_params(self, policy, profile, device):
-        return dict(off_t=None, lines=self.uses_lines(policy), buckets=True)
+        return dict(off_t=None, lines=self.uses_lines(policy), buckets=True,
+                    run_bits=RUN_BITS.get(self.codec.itemsize, 8))
+
+    @staticmethod
+    def digits(policy, n, bits):
+        """(top, fine): the widths of the top digit (the buckets' number) and of the fine digit
+        for n keys sorted by `bits` bits. Only float keys are sampled (their top bits, sign and
+        exponent, take few values); integer keys' fine digit is the top digit, placed at the
+        highest differing bit (the sample and the table cost uint32 2^22 about 0.7 ms, uint64
+        1.9 ms, for buckets as even as they were; BENCHMARKS_NOTES.md, "the bucket sort's
+        buckets by the keys' distribution"); the tables are as large either way."""
+        top = min(policy.radix_bits, bits)
+        fine = max(top, min(top + FINE_EXTRA, FINE_MAX,
+                            max(n, 1).bit_length() - 1 - FINE_BELOW_N))
+        return top, min(fine, bits)
+
+    @classmethod
+    def tables(cls, policy, profile, n, bits, key_bytes, index_size):
+        """The bytes of the bucket sort's tables beyond the LSD passes' (and their order): the
+        starts, the span, the samples' counts, the fine digit's table, each bucket's high bit and
+        base."""
+        top, fine = cls.digits(policy, n, bits)
+        chunks = cls.grid(policy, profile, n)[1]
+        return [((1 << top) + 1) * index_size, 2 * chunks * key_bytes, chunks * (4 << fine),
+                (1 << fine) * (1 if policy.radix_bits <= 8 else 2), (1 << top) * 4,
+                (1 << top) * key_bytes]
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
+        bits = sum(b for _, b in passes)
         return (super().temp_bytes(policy, profile, n, key_bytes, value_bytes, passes)
-                + (policy.radix + 2) * index_bytes(n)
-                + 2 * cls.grid(policy, profile, n)[1] * key_bytes)
+                + sum(cls.tables(policy, profile, n, bits, key_bytes, index_bytes(n))))
 
     def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
         kb = self.codec.itemsize
         vb = VALUE_BYTES[self.value_t]
-        top = min(self.policy.radix_bits, end_bit - begin_bit)
+        top, fine = self.digits(self.policy, n, end_bit - begin_bit)
         shift = end_bit - top
         mask = (1 << top) - 1
+        # without a sample the fine digit is the top digit, each bucket one value of it
+        sampled = self.codec.kind == "float"
+        fine_mask = (1 << fine) - 1 if sampled else mask
         chunk_len, chunks = self.grid(self.policy, self.profile, n)
         keys = (Buf(KEYS_IN), Off(KEYS_IN))
         # (the ping-pong buffers first, as the other sorts ask for theirs)
@@ -123,21 +166,28 @@ class ChunkBuckets(Chunks):
             scatter += [*vin, *vals_a, int(argsort)]
         counts = seq.temp(self.policy.radix * chunks * self.index_bytes)[0]
         wc = self.wc_temps(seq, chunks, vals_a is not None)
-        starts = seq.temp((self.policy.radix + 2) * self.index_bytes)[0]
-        span = seq.temp(2 * chunks * kb)[0]
+        starts, span, samples, lut, hi_bits, bases = (
+            seq.temp(nbytes)[0] for nbytes in self.tables(
+                self.policy, self.profile, n, end_bit - begin_bit, kb, self.index_bytes))
         flip = self.codec.flip(descending)
         one = (1,)
         seq.launch("cb_span", "cb_span", (chunks,), one,
                    [*keys, n, chunk_len, begin_bit, end_bit, flip, span])
+        if sampled:
+            seq.launch("cb_sample", "cb_sample", (chunks,), one,
+                       [*keys, n, chunk_len, chunks, flip, span, begin_bit, fine_mask, samples])
+        seq.launch("cb_lut", "cb_lut", (1,), one,
+                   [samples, chunks, fine_mask, mask + 1, span, begin_bit, int(sampled), lut,
+                    hi_bits, bases])
+        bucket = [span, begin_bit, lut, fine_mask]
         seq.launch("cc_count top", "cc_count", (chunks,), one,
-                   [*keys, counts, n, chunk_len, chunks, shift, mask, flip, span, begin_bit])
+                   [*keys, counts, n, chunk_len, chunks, shift, mask, flip] + bucket)
         seq.launch("cc_scatter top", "cc_scatter", (chunks,), one,
-                   scatter + [counts, n, chunk_len, chunks, shift, mask, flip, span, begin_bit]
+                   scatter + [counts, n, chunk_len, chunks, shift, mask, flip] + bucket
                    + wc + [1])
-        seq.launch("cb_starts", "cb_starts", (1,), one,
-                   [counts, chunks, mask + 1, starts, span, begin_bit])
+        seq.launch("cb_starts", "cb_starts", (1,), one, [counts, chunks, mask + 1, starts])
         args = [*ka, *kb_]
         if vals_a is not None:
             args += [*vals_a, *vals_b]
         seq.launch("cb_buckets", "cb_buckets", (mask + 1,), one,
-                   args + [starts, begin_bit, flip, self.policy.bucket_keys])
+                   args + [starts, hi_bits, bases, begin_bit, flip, self.policy.bucket_keys])

@@ -27,7 +27,7 @@ class SegmentChunks(Driver):
         self.index_np = np.dtype(index_np).type
         self.index_bytes = np.dtype(index_np).itemsize
         params = dict(codec.template_args(), radix_bits=8, value_t=value_t, index_t=index_name,
-                      off_t=off_t, lines=False, buckets=False)
+                      off_t=off_t, lines=False, buckets=False, run_bits=8)
         self.render_params = params
         super().__init__(programs, device, profile, 1,
                          [Build(self.template, params, (), self.kernel_names)])

@@ -129,22 +129,29 @@ def chunk_radix_bits(key_bytes, n):
     return 11 if nbytes <= 4 << 20 or nbytes >= 32 << 20 else 8
 
 
-# The chunked sort's buckets (a chunks policy's bucket_keys: one pass by the top digit, then each
-# bucket sorted by a work-item of its own): a bucket is sorted within the cache when it and its
-# place in the other buffer (keys and values) take at most 2 x BUCKET_BYTES, half of a Zen 4
-# core's 1 MiB L2 cache. Faster than the LSD passes at every size measured from 2^10 to 2^24 keys
-# of 2 to 8 bytes, skewed keys included (BENCHMARKS_NOTES.md, "the bucket sort on CPUs").
-BUCKET_BYTES = 256 << 10
+# The chunked sort's buckets (a chunks policy's bucket_keys: one pass by a bucket chosen from a
+# sample of the keys, then each bucket sorted by a work-item of its own): a bucket is sorted
+# within the cache when it takes at most BUCKET_BYTES (keys and values), half of a Zen 4 core's
+# 1 MiB L2 cache (with its place in the other buffer, the whole of it); a larger one is split by
+# its next 8 bits first. 512 KiB rather than 256: at 2^24 keys, whose 256 buckets average 256
+# KiB, half of them were split (uint32 2^24 cb_buckets 30.4 ms against 37.2, float32 normal 41.3
+# against 60.4; BENCHMARKS_NOTES.md, "the bucket sort's buckets by the keys' distribution").
+# Faster than the LSD passes at every size measured from 2^10 to 2^24 keys of 2 to 8 bytes,
+# skewed keys included (BENCHMARKS_NOTES.md, "the bucket sort on CPUs").
+BUCKET_BYTES = 512 << 10
+# The top digit 11 bits (2048 buckets) from this many bytes of keys and values: 256 buckets of
+# 256 KiB and more.
+WIDE_TOP_BYTES = 64 << 20
 
 
 def bucket_fields(key_bytes, value_bytes, n):
     """(radix_bits, bucket_keys) of the chunked sort for these keys: the top digit 8 bits, 11
-    where 256 buckets would average more than BUCKET_BYTES; bucket_keys 0 (the LSD passes) for
-    1-byte keys, which the top digit sorts alone."""
+    beyond WIDE_TOP_BYTES of keys and values; bucket_keys 0 (the LSD passes) for 1-byte keys,
+    which the top digit sorts alone."""
     per_key = key_bytes + (value_bytes or 0)
     if key_bytes < 2:
         return chunk_radix_bits(key_bytes, n), 0
-    return (11 if n * per_key > 256 * BUCKET_BYTES else 8), max(1, BUCKET_BYTES // per_key)
+    return (11 if n * per_key > WIDE_TOP_BYTES else 8), max(1, BUCKET_BYTES // per_key)
 
 
 def default_policy(profile, n):
