@@ -93,6 +93,22 @@ static inline uint run_digit(KEY_T x, uint shift, uint mask, KEY_T flip, KEY_T b
 {
     return (uint)((KEY_T)(order_key(x, flip) - base) >> shift) & mask;
 }
+% if key_kind == "float":
+
+/* cb_key and run_digit of the bits' order (common.mako's order_bits): the same for every key
+   but -0.0 and the NaNs, in half the operations; a run with neither of them takes these */
+static inline KEY_T cb_key_bits(KEY_T x, uint lo, uint hi, KEY_T flip, KEY_T base)
+{
+    const KEY_T k = (KEY_T)(order_bits(x, flip) - base) >> lo;
+    const uint bits = hi - lo;
+    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
+}
+
+static inline uint run_digit_bits(KEY_T x, uint shift, uint mask, KEY_T flip, KEY_T base)
+{
+    return (uint)((KEY_T)(order_bits(x, flip) - base) >> shift) & mask;
+}
+% endif
 % endif
 % if buckets:
 
@@ -470,18 +486,92 @@ static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uin
     }
 }
 
+<%def name="lsd_count(B, maxp, kbase, key_fn, copy)">\
+<% radix = 1 << B %>\
+    switch (npasses) {   /* (a loop of its own for each pass count: no branch a key) */
+% for m in range(1, maxp + 1):
+    case ${m}:
+        for (INDEX_T i = 0; i < len; ++i) {
+            const KEY_T x_i = x[i];
+%   if copy:
+            y[i] = x_i;
+%     if value_t:
+            vy[i] = vx[i];
+%     endif
+%     if key_kind == "float":
+            special |= is_special(x_i);
+%     endif
+%   endif
+            const KEY_T k = ${key_fn}(x_i, lo, hi, flip, ${kbase});
+%   for p in range(m):
+            hist[${p * radix}u + ((uint)(k >> ${B * p}) & ${radix - 1})] += 1;
+%   endfor
+        }
+        break;
+% endfor
+    }
+</%def>\
+<%def name="lsd_passes(B, kbase, digit_fn)">\
+<% radix = 1 << B %>\
+    {
+        uint moving = 0;   /* the passes whose digit is not constant */
+        for (uint p = 0; p < npasses; ++p) {
+            const uint shift = lo + ${B} * p;
+            const uint bits = hi - shift < ${B} ? hi - shift : ${B};
+            moving += hist[p * ${radix} + ${digit_fn}(x[0], shift, (1u << bits) - 1, flip, ${kbase})]
+                != len;
+        }
+        /* after an odd number of passes the keys are in the other buffer than the first's */
+        const uint from_x = (moving & 1) == (end_in_y != 0);
+        __global KEY_T* src = from_x ? x : y;
+        __global KEY_T* dst = from_x ? y : x;
+% if value_t:
+        __global VALUE_T* vsrc = from_x ? vx : vy;
+        __global VALUE_T* vdst = from_x ? vy : vx;
+% endif
+        for (uint p = 0; p < npasses; ++p) {
+            __private INDEX_T* h = hist + p * ${radix};
+            const uint shift = lo + ${B} * p;
+            const uint bits = hi - shift < ${B} ? hi - shift : ${B};
+            const uint mask = (1u << bits) - 1;
+            if (h[${digit_fn}(src[0], shift, mask, flip, ${kbase})] == len)
+                continue;   /* every key has the same digit: the pass keeps the order */
+            INDEX_T run = 0;
+            for (uint d = 0; d <= mask; ++d) {
+                const INDEX_T c = h[d];
+                h[d] = run;
+                run += c;
+            }
+            for (INDEX_T i = 0; i < len; ++i) {
+                const KEY_T k = src[i];
+                const INDEX_T o = h[${digit_fn}(k, shift, mask, flip, ${kbase})]++;
+                dst[o] = k;
+% if value_t:
+                vdst[o] = vsrc[i];
+% endif
+            }
+            __global KEY_T* t = src; src = dst; dst = t;
+% if value_t:
+            __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
+% endif
+        }
+    }
+</%def>\
 <%def name="lsd_fn(name, B, based)">\
 <%
     radix = 1 << B
     maxp = -(-key_bits // B)
     kbase = "base" if based else "0"
+    cheap = key_kind == "float"
 %>\
 /* the len keys at x stably sorted by bits [lo, hi) of their order keys${" less base" if based else " (base: 0)"}, by LSD
    passes of ${B}-bit digits between x and y (values vx, vy alike), the result in y when end_in_y, else
    in x. One read counts every pass's digits and copies the keys to y, which brings y's lines
    into the cache (where the first pass would otherwise miss on each of them, in no order a
    prefetcher follows); with the keys in both, the passes start from whichever makes the last
-   one write the result's place. A pass whose digit all keys share is skipped. */
+   one write the result's place. A pass whose digit all keys share is skipped.${"""
+   Float keys are counted by the bits' order (cb_key_bits); a run with a -0.0 or a NaN among
+   them is counted again by numpy's order key, and its passes take that key.""" if cheap else ""} */
 static void ${name}(__global KEY_T* x, __global KEY_T* y,
 % if value_t:
 ${" " * (len(name) + 13)}__global VALUE_T* vx, __global VALUE_T* vy,
@@ -493,64 +583,21 @@ ${" " * (len(name) + 13)}uint end_in_y)
     INDEX_T hist[${maxp * radix}];
     for (uint e = 0; e < npasses * ${radix}; ++e)
         hist[e] = 0;
-    switch (npasses) {   /* (a loop of its own for each pass count: no branch a key) */
-% for m in range(1, maxp + 1):
-    case ${m}:
-        for (INDEX_T i = 0; i < len; ++i) {
-            const KEY_T x_i = x[i];
-            y[i] = x_i;
-%   if value_t:
-            vy[i] = vx[i];
-%   endif
-            const KEY_T k = cb_key(x_i, lo, hi, flip, ${kbase});
-%   for p in range(m):
-            hist[${p * radix}u + ((uint)(k >> ${B * p}) & ${radix - 1})] += 1;
-%   endfor
-        }
-        break;
-% endfor
+% if cheap:
+    uint special = 0;
+${lsd_count(B, maxp, kbase, "cb_key_bits", True)}\
+    if (special) {   /* (uniform over the run) */
+        for (uint e = 0; e < npasses * ${radix}; ++e)
+            hist[e] = 0;
+${lsd_count(B, maxp, kbase, "cb_key", False)}\
+${lsd_passes(B, kbase, "run_digit")}\
+    } else {
+${lsd_passes(B, kbase, "run_digit_bits")}\
     }
-    uint moving = 0;   /* the passes whose digit is not constant */
-    for (uint p = 0; p < npasses; ++p) {
-        const uint shift = lo + ${B} * p;
-        const uint bits = hi - shift < ${B} ? hi - shift : ${B};
-        moving += hist[p * ${radix} + run_digit(x[0], shift, (1u << bits) - 1, flip, ${kbase})]
-            != len;
-    }
-    /* after an odd number of passes the keys are in the other buffer than the first's */
-    const uint from_x = (moving & 1) == (end_in_y != 0);
-    __global KEY_T* src = from_x ? x : y;
-    __global KEY_T* dst = from_x ? y : x;
-% if value_t:
-    __global VALUE_T* vsrc = from_x ? vx : vy;
-    __global VALUE_T* vdst = from_x ? vy : vx;
+% else:
+${lsd_count(B, maxp, kbase, "cb_key", True)}\
+${lsd_passes(B, kbase, "run_digit")}\
 % endif
-    for (uint p = 0; p < npasses; ++p) {
-        __private INDEX_T* h = hist + p * ${radix};
-        const uint shift = lo + ${B} * p;
-        const uint bits = hi - shift < ${B} ? hi - shift : ${B};
-        const uint mask = (1u << bits) - 1;
-        if (h[run_digit(src[0], shift, mask, flip, ${kbase})] == len)
-            continue;   /* every key has the same digit: the pass keeps the order */
-        INDEX_T run = 0;
-        for (uint d = 0; d <= mask; ++d) {
-            const INDEX_T c = h[d];
-            h[d] = run;
-            run += c;
-        }
-        for (INDEX_T i = 0; i < len; ++i) {
-            const KEY_T k = src[i];
-            const INDEX_T o = h[run_digit(k, shift, mask, flip, ${kbase})]++;
-            dst[o] = k;
-% if value_t:
-            vdst[o] = vsrc[i];
-% endif
-        }
-        __global KEY_T* t = src; src = dst; dst = t;
-% if value_t:
-        __global VALUE_T* vt = vsrc; vsrc = vdst; vdst = vt;
-% endif
-    }
 }
 </%def>
 ${lsd_fn("cb_lsd", run_bits, False)}
