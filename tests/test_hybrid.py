@@ -302,3 +302,50 @@ def test_sequence_has_three_launches_a_level(ctx, queue, rng):
     levels = [f"hy_{k} {lv}" for lv in range(8) for k in ("count", "scan", "scatter")]
     assert names == ["hy_init"] + levels + ["hy_local"]
     assert np.array_equal(buf.get(), np.sort(keys))
+
+
+def _children(rng, dtype, sizes, equal_below):
+    """Keys whose leading byte (of the order key) splits them into children of ``sizes`` keys, in
+    digit order with gaps; below it each child's keys are equal (``equal_below``: a bucket of
+    one value, done where it lies or copied home) or random. Shuffled."""
+    codec = key_codec(dtype)
+    ut = codec.unsigned_dtype.type
+    shift = ut(codec.bits - 8)
+    digits = np.sort(rng.choice(256, len(sizes), replace=False)).astype(codec.unsigned_dtype)
+    top = np.repeat(digits, sizes) << shift
+    low_mask = ut((1 << (codec.bits - 8)) - 1)
+    if equal_below:
+        low = np.repeat(_bits(rng, dtype, len(sizes)), sizes) & low_mask
+    else:
+        low = _bits(rng, dtype, int(sum(sizes))) & low_mask
+    okey = (top | low)[rng.permutation(int(sum(sizes)))]
+    # the keys of those order keys (the inverse of the codec's order transform)
+    sign = ut(1 << (codec.bits - 1))
+    if codec.kind == "int":
+        return (okey ^ sign).view(dtype)
+    if codec.kind == "float":
+        return np.where(okey & sign, okey ^ sign, ~okey).astype(okey.dtype).view(dtype)
+    return okey.view(dtype)
+
+
+@pytest.mark.parametrize("local_max", [16, TILE - 1])
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.float32], ids=str)
+def test_children_at_and_around_the_capacity(queue, rng, sorters, local_max, dtype):
+    """Children of exactly the local capacity C and of C + 1 (a tile, for C = tile - 1), small
+    ones packed into runs between larger ones, alternating large and small: the runs, the next
+    level's list at its bound (n // (C + 1) buckets of C + 1 keys), buckets of one value done
+    where they lie and copied home."""
+    c = local_max
+    patterns = {"at_capacity": [c] * 40 + [c - 1],
+                "one_above": [c + 1] * 40 + [c - 6],
+                "alternating": [c + 1, 1, c, 2, c + 1, c - 1] * 8,
+                "packed": [1, 2, c // 3, 1, c // 2 + 1, c // 2] * 10,
+                "big_small": [3 * c + 5, 1] * 20}
+    sorter = sorters(local_max=local_max)
+    for name, lengths in patterns.items():
+        for equal_below in (True, False):
+            keys = _children(rng, np.dtype(dtype), lengths, equal_below)
+            for op in SORT_OPS:
+                for descending in (False, True):
+                    check_sort(queue, sorter, keys, op, descending=descending,
+                               what=f"{name} equal_below={equal_below}")

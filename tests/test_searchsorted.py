@@ -236,3 +236,40 @@ def test_property_matches_numpy(queue):
                                    c["side"])
         np.testing.assert_array_equal(got.get(), ref(s, v, c["side"]), err_msg=str(c))
     check()
+
+
+def test_host_values_keep_numpys_insertion_points(queue):
+    """Python and numpy values of another type than the keys give numpy's insertion points,
+    which numpy finds comparing in the wider type: never a value wrapped around or rounded to
+    a key it is not equal to; an integer outside device keys' type is refused."""
+    f16 = np.array([-np.inf, -1, 0, 1, 65504, np.inf, np.nan], np.float16)
+    f32 = np.array([0, np.float32(0.1), 1, 2 ** 24], np.float32)
+    cases = [(f16, [1.0001, 65519.0, 65520.0, 1e10, -1e10, 0.99999, np.nan]),
+             (f32, [0.1, 1 + 1e-9, 1 - 1e-9, 2 ** 24 + 1, 2 ** 24 - 0.5])]
+    for keys, values in cases:
+        d = cl_array.to_device(queue, keys)
+        for side in ("left", "right"):
+            for x in values:
+                want = np.searchsorted(keys, x, side)
+                got = clradix.searchsorted(d, x, side)
+                assert got.shape == () and got.get() == want, (keys.dtype, x, side)
+                assert clradix.searchsorted(keys, x, side, queue=queue) == want, (x, side)
+    i8 = np.array([-128, -5, 0, 7, 127], np.int8)
+    u64 = np.array([0, 5, 2 ** 64 - 1], np.uint64)
+    for keys, x in [(i8, 300), (i8, -300), (u64, -1)]:
+        for side in ("left", "right"):
+            assert clradix.searchsorted(keys, x, side, queue=queue) == \
+                np.searchsorted(keys, x, side), (keys.dtype, x, side)
+        with pytest.raises(OverflowError, match="outside the range"):
+            clradix.searchsorted(cl_array.to_device(queue, keys), x)
+    i32 = np.array([1, 2, 3], np.int32)
+    assert clradix.searchsorted(i32, 2 ** 40, queue=queue) == 3
+
+
+def test_host_sorter_with_device_keys_is_checked(queue):
+    d = cl_array.to_device(queue, np.array([3, 1, 2], np.int32))
+    v = cl_array.to_device(queue, np.array([2, 3], np.int32))
+    got = clradix.searchsorted(d, v, "right", np.array([1, 2, 0], np.int8))
+    np.testing.assert_array_equal(got.get(), [2, 3])
+    with pytest.raises(ValueError, match="Sorter index out of range"):
+        clradix.searchsorted(d, v, sorter=[-1, 2, 0])

@@ -55,11 +55,13 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
     ``x1``. ``sorter`` (numpy's): the indices that sort ``x1`` (along its last axis), of an
     integer type; on the device an index outside ``[0, row length)`` is not checked and gives
     an unspecified position (never a read outside the row); numpy inputs are checked as numpy
-    does. ``x1`` and ``x2`` hold one key dtype (numpy inputs are first brought to
-    ``numpy.result_type``; a numpy or Python ``x2`` with a pyopencl ``x1`` is cast to ``x1``'s
-    dtype when that loses nothing). Results are int64 (numpy's ``intp``) unless
-    ``index_dtype`` (int32, uint32, uint64) or ``out``'s dtype says otherwise. pyopencl Arrays
-    in, a pyopencl Array out (``out``, ``allocator``, ``queue``, ``wait_for`` as for
+    does. ``x1`` and ``x2`` hold one key dtype (numpy inputs are first brought to the dtype
+    numpy compares them in, ``numpy.result_type`` of the two arrays; a numpy or Python ``x2``
+    with a pyopencl ``x1`` is cast to ``x1``'s dtype when that keeps numpy's insertion points: a
+    Python float rounded by the keys' float type moves to its neighbour on the side's side, and
+    an integer outside the keys' integer type is an OverflowError). Results are int64 (numpy's
+    ``intp``) unless ``index_dtype`` (int32, uint32, uint64) or ``out``'s dtype says otherwise.
+    pyopencl Arrays in, a pyopencl Array out (``out``, ``allocator``, ``queue``, ``wait_for`` as for
     :func:`clradix.sort`); anything else is numpy's, copied to the device and back (a scalar
     ``x2`` gives a numpy scalar)."""
     if side not in ("left", "right"):
@@ -70,7 +72,7 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
         return _host_search(x1, x2, side, sorter, index_dtype, out, allocator, queue)
     queue = _check_queue_of(x1, queue)
     if not isinstance(x2, cl_array.Array):
-        x2 = _values_to(x1, x2, queue)
+        x2 = _values_to(x1, x2, queue, side)
     check_context(x1.context, x2.context, "x2")
     if x2.dtype != x1.dtype:
         raise TypeError(f"x2: {x2.dtype} values searched in {x1.dtype} keys: pass values of the "
@@ -93,7 +95,7 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
     res = _result(out, queue, idx_dtype, tuple(x2.shape), "out", allocator, ctx_sorter, x1)
     if sorter is not None:
         if not isinstance(sorter, cl_array.Array):
-            sorter = cl_array.to_device(queue, np.ascontiguousarray(np.asarray(sorter)))
+            sorter = cl_array.to_device(queue, _host_sorter(sorter, tuple(x1.shape)))
         check_context(x1.context, sorter.context, "sorter")
         if tuple(sorter.shape) != tuple(x1.shape):
             raise ValueError(f"sorter: expected the shape of x1, {tuple(x1.shape)}, got "
@@ -132,41 +134,71 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
     return res
 
 
-def _values_to(x1, x2, queue):
+def _values_to(x1, x2, queue, side):
     """A numpy or Python ``x2`` on ``x1``'s device as ``x1``'s dtype: TypeError when the cast
-    would change a value's type class (numpy.result_type of the two is not x1's dtype)."""
+    would change a value's type class (numpy.result_type of the two is not x1's dtype). The
+    insertion points stay numpy's, which compares in the wider type: a value that the keys'
+    float type rounds is replaced by its neighbour on the side's side (side "left": the least
+    key value not below it; "right": the greatest not above it), and an integer outside the
+    keys' integer type is refused (OverflowError), never wrapped around."""
     host = np.asarray(x2)
-    if host.dtype != x1.dtype:
+    kd = x1.dtype
+    if host.dtype != kd:
         weak = x2 if isinstance(x2, (int, float, bool)) else host
-        if np.result_type(x1.dtype, weak) != x1.dtype:
-            raise TypeError(f"x2: {host.dtype} values searched in {x1.dtype} keys would need "
+        if np.result_type(kd, weak) != kd:
+            raise TypeError(f"x2: {host.dtype} values searched in {kd} keys would need "
                             f"another key type: pass values of the keys' dtype")
-        host = host.astype(x1.dtype)
-    return cl_array.to_device(queue, np.ascontiguousarray(host))
+        host = _in_key_dtype(host, kd, side)
+    return cl_array.to_device(queue, np.require(host, requirements="C"))   # 0-d stays 0-d
+
+
+def _in_key_dtype(host, kd, side):
+    """``host`` values as ``kd`` keys giving numpy's insertion points on ``side``."""
+    if kd.kind in "iu":
+        info = np.iinfo(kd)
+        outside = (host < info.min) | (host > info.max)
+        if np.any(outside):
+            bad = host[outside] if host.ndim else host
+            raise OverflowError(f"x2: {int(np.ravel(bad)[0])} lies outside the range of the "
+                                f"{kd} keys [{info.min}, {info.max}]: pass values of the keys' "
+                                f"dtype, or keys of a wider one")
+        return host.astype(kd)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = host.astype(kd)
+        if kd.kind != "f":
+            return cast
+        if side == "left":   # rounded down: the next key value up has the same keys below it
+            return np.where(cast < host, np.nextafter(cast, kd.type(np.inf)), cast).astype(kd)
+        return np.where(cast > host, np.nextafter(cast, kd.type(-np.inf)), cast).astype(kd)
+
+
+def _host_sorter(sorter, shape):
+    """numpy's ``sorter`` checked as numpy checks it, as int64."""
+    order = np.asarray(sorter)
+    if order.dtype.kind not in "iu":
+        raise TypeError(f"sorter must hold integers, got {order.dtype}")
+    if order.shape != shape:
+        raise ValueError(f"sorter: expected the shape of x1, {shape}, got {order.shape}")
+    if order.size and (order.min() < 0 or order.max() >= shape[-1]):
+        raise ValueError("Sorter index out of range.")
+    return np.ascontiguousarray(order.astype(np.int64))
 
 
 def _host_search(x1, x2, side, sorter, index_dtype, out, allocator, queue):
-    """numpy inputs: brought to one key dtype, checked as numpy checks, searched on the device
-    and copied back."""
+    """numpy inputs: brought to one key dtype as numpy.searchsorted brings them (the dtype of
+    ``numpy.asarray(x2)``, a Python scalar included, promoted with ``x1``'s: the comparisons
+    are numpy's), checked as numpy checks, searched on the device and copied back."""
     a, v = np.asarray(x1), np.asarray(x2)
     if a.dtype != v.dtype:
-        weak = x2 if isinstance(x2, (int, float, bool)) else v
-        common = np.result_type(a, weak)
+        common = np.result_type(a.dtype, v.dtype)
         key_codec(common)
         a, v = a.astype(common), v.astype(common)
     if sorter is not None:
-        order = np.asarray(sorter)
-        if order.dtype.kind not in "iu":
-            raise TypeError(f"sorter must hold integers, got {order.dtype}")
-        if order.shape != a.shape:
-            raise ValueError(f"sorter: expected the shape of x1, {a.shape}, got {order.shape}")
-        if order.size and (order.min() < 0 or order.max() >= a.shape[-1]):
-            raise ValueError("Sorter index out of range.")
-        sorter = order.astype(np.int64)
+        sorter = _host_sorter(sorter, a.shape)
     q = queue or default_queue()
     d1 = _to_device(a, q, "x1")
     d2 = _to_device(v, q, "x2")
-    ds = None if sorter is None else cl_array.to_device(q, np.ascontiguousarray(sorter))
+    ds = None if sorter is None else cl_array.to_device(q, sorter)
     res = searchsorted(d1, d2, side, ds, index_dtype=index_dtype, allocator=allocator)
     if v.ndim == 0 and out is None:
         return res.get()[()]
