@@ -275,7 +275,6 @@ void hy_scan(__global INDEX_T* restrict info, __global INDEX_T* restrict desc,
     __local uint lnxt[RADIX];          /* a small child's run's end (see below) */
     __local uint lrank[RADIX];         /* the small children below a digit */
     __local uint lfirst[RADIX];        /* the small children, in digit order */
-    __local uint lflag;
     __local INDEX_T lrs[RADIX];        /* the runs of small children: start, len, bits */
     __local INDEX_T lrl[RADIX];
     __local uint lrb[RADIX];
@@ -349,6 +348,7 @@ ${unroll_n(8, 12)}
         /* children too large for a run, with bits left: the next list, each work-item its own
            digits' children and their blocks */
         uint copies = 0, smalls = 0;
+        const uint copy_home = lo_bit == begin_bit && !dst_home;
         for (uint d = d0; d < d1; ++d) {
             const INDEX_T c = lcnt[d];
             if (c > CAP && lo_bit > begin_bit) {
@@ -359,16 +359,9 @@ ${unroll_n(8, 12)}
                     for (INDEX_T b = 0, nb = bucket_blocks(c, maxb); b < nb; ++b)
                         blkmap[q * bcap + ng0 + b] = e;
             }
-            copies |= c > CAP && lo_bit == begin_bit && !dst_home;
+            /* children too large for a run with no bit left: copied home in runs of CAP keys */
+            copies += c > CAP && copy_home ? (uint)((c + CAP - 1) / CAP) : 0;
             smalls += c != 0 && c <= CAP;
-        }
-        /* children too large for a run with no bit left: copied home (rare; copy_runs has
-           barriers, so the loop is uniform) */
-        if (wg_any(&lflag, copies)) {
-            for (uint d = 0; d < RADIX; ++d)   /* (uniform: lcnt is local) */
-                if (lcnt[d] > CAP)
-                    copy_runs(info, runs, rcap, lstart[d], lcnt[d], dst, begin_bit, &lbase,
-                              &lnum, lid);
         }
         /* consecutive small children (1 to CAP keys), at most CAP keys together, form a run,
            taken greedily in digit order. The run that starts at child d ends before lnxt[d],
@@ -377,7 +370,12 @@ ${unroll_n(8, 12)}
            lnxt[d] on. So each work-item finds its children's ends by a binary search over the
            children's ends (non-decreasing in the digit), the small children are listed in
            digit order (lfirst[i]: the i-th, lrank[x]: how many lie below digit x), and
-           work-item 0 only walks the chain of runs. */
+           work-item 0 only walks the chain of runs. The copies home follow the small runs in
+           one reservation, each work-item writing its own children's. (No branch here holds a
+           barrier: PoCL 3.0 runs a work-item 0 block after such a branch for every work-item or
+           for none, tests/test_barrier_branches.py.) */
+        INDEX_T ncopies;
+        const INDEX_T copy_at = wg_scan_index((INDEX_T)copies, scratch, lid, &ncopies);
         INDEX_T nsmall;
         uint rank = (uint)wg_scan_index((INDEX_T)smalls, scratch, lid, &nsmall);
         const INDEX_T bucket_end = start + len;
@@ -419,12 +417,24 @@ ${unroll_n(8, 12)}
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint nr = lnum;
         barrier(CLK_LOCAL_MEM_FENCE);
-        reserve_runs(info, rcap, nr, &lbase, &lnum, lid);
+        reserve_runs(info, rcap, nr + (uint)ncopies, &lbase, &lnum, lid);
         const INDEX_T base = lbase;
-        for (uint x = lid; x < lnum; x += WG) {
+        const uint granted = lnum != 0;   /* (0: past the capacity, nothing written) */
+        for (uint x = lid; x < nr && granted; x += WG) {
             runs[(base + x) * 3] = lrs[x];
             runs[(base + x) * 3 + 1] = lrl[x];
             runs[(base + x) * 3 + 2] = lrb[x] | (dst << 8);
+        }
+        INDEX_T at = base + nr + copy_at;
+        for (uint d = d0; d < d1 && granted; ++d) {
+            const INDEX_T c = lcnt[d];
+            if (c > CAP && copy_home) {
+                for (INDEX_T s0 = lstart[d]; s0 < lstart[d] + c; s0 += CAP, ++at) {
+                    runs[at * 3] = s0;
+                    runs[at * 3 + 1] = min((INDEX_T)CAP, lstart[d] + c - s0);
+                    runs[at * 3 + 2] = begin_bit | (dst << 8);
+                }
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

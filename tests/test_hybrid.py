@@ -349,3 +349,27 @@ def test_children_at_and_around_the_capacity(queue, rng, sorters, local_max, dty
                 for descending in (False, True):
                     check_sort(queue, sorter, keys, op, descending=descending,
                                what=f"{name} equal_below={equal_below}")
+
+
+def test_equal_pairs_copied_home_between_other_sorts(ctx, queue, rng):
+    """Buckets of two equal keys at the last level (local_max=1: both children too large for a
+    run, no bit left) are copied home by runs reserved with the small runs; argsorts of such keys
+    interleaved with sorts of other sizes by the same Sorter. On PoCL 3.0 with two threads a
+    fifth of these argsorts lost a bucket when the copies were reserved in a branch that held
+    barriers (tests/test_barrier_branches.py); each output slot is poisoned first."""
+    sorter = clradix.Sorter(ctx, algorithm="hybrid", wg_size=64, items_per_thread=4,
+                            local_max=1, blocks_per_cu=2)
+    for trial in range(24):
+        v = rng.choice(2 ** 32, 150, replace=False).astype(np.uint32)
+        keys = np.concatenate([v, v, v[:int(rng.integers(0, 2))]])
+        rng.shuffle(keys)
+        descending = bool(trial % 2)
+        out = cl_array.empty(queue, keys.size, np.uint32)
+        out.fill(np.uint32(0xA5A5A5A5))
+        idx, _ = sorter.argsort(queue, cl_array.to_device(queue, keys), out=out,
+                                descending=descending)
+        want = np.argsort(~keys if descending else keys, kind="stable")
+        np.testing.assert_array_equal(idx.get(), want, err_msg=f"trial {trial}")
+        other = cl_array.to_device(queue, rng.integers(0, 2 ** 32, int(rng.integers(1, 3000)),
+                                                        dtype=np.uint32))
+        sorter.sort(queue, other)

@@ -135,8 +135,8 @@ def chunk_radix_bits(key_bytes, n):
 # 1 MiB L2 cache (with its place in the other buffer, the whole of it); a larger one is split by
 # its next 8 bits first. 512 KiB rather than 256: at 2^24 keys, whose 256 buckets average 256
 # KiB, 256 would split half of them (BENCHMARKS_NOTES.md, "the bucket sort's buckets by the
-# keys' distribution"). Faster than the LSD passes at every size measured from 2^10 to 2^24 keys of 2 to 8 bytes,
-# skewed keys included (BENCHMARKS_NOTES.md, "the bucket sort on CPUs").
+# keys' distribution"). Faster than the LSD passes at every size measured from 2^10 to 2^24
+# keys of 2 to 8 bytes, skewed keys included (BENCHMARKS_NOTES.md, "the bucket sort on CPUs").
 BUCKET_BYTES = 512 << 10
 # The top digit 11 bits (2048 buckets) from this many bytes of keys and values: 256 buckets of
 # 256 KiB and more.
