@@ -4,36 +4,29 @@
 /* Position i starts a run when i == 0 or its key differs from key i - 1 in the sort's order
    (common.mako's order_key: -0.0 == +0.0, every NaN equal to every NaN), or, with nan_distinct
    (the Array API's unique_*), when its key is a NaN. The keys are cut into `blocks` blocks of
-   `chunk` positions (a multiple of ROUND = WG x IPT), one work-group each; two launches number
-   the runs:
+   `chunk` positions (a multiple of WG), one work-group each; two launches number the runs:
      runs_count - table[b] = the run starts in block b, table[blocks + b] = the last of them (0
                   when none: position 0 starts run 0, so the largest over blocks is the last
                   start before any block but the first). The host reads table[0 .. blocks) and
                   sums it: the number of runs m, which sizes the results (the call's one wait);
      runs_write - each block first sums the counts of the blocks before it (its first run
                   number) and takes the largest of their last starts (where the run that
-                  reaches into it began): no scan launch between the two. The block goes in
-                  rounds of ROUND positions, IPT consecutive ones a work-item (one scan of the
-                  work-items' counts a round). Then for run r starting at position i: values[r]
-                  = keys[i]; with STARTS starts[r] = i; with LENGTHS lengths[r] = starts[r + 1]
-                  - starts[r] (n - starts[m - 1] for the last), written by the work-item at the
-                  start of run r + 1 (the start before a work-item's first one: the round's
-                  starts kept in local memory); with a permutation (perm: the sort's payload,
+                  reaches into it began): no scan launch between the two. Then for run r
+                  starting at position i: values[r] = keys[i]; with STARTS starts[r] = i; with
+                  LENGTHS lengths[r] = starts[r + 1] - starts[r] (n - starts[m - 1] for the
+                  last), written by the work-item at the start of run r + 1 from the starts of
+                  its round kept in local memory; with a permutation (perm: the sort's payload,
                   the position each sorted key came from) also index[r] = perm[i] and, for every
                   position i of run r, inverse[perm[i]] = r.
    Parameters: the key codec's (key_kind, key_bits, key_t, key_inf_bits), index_t (uint when
    every position and count fits 32 bits, else ulong), out_t (the starts', index', inverse's
    and lengths' unsigned type of their width), perm_t (None, or the permutation's unsigned
-   type), starts and lengths (whether runs_write writes them), wg (work-items per group), ipt
-   (consecutive positions a work-item takes in each round of runs_write, at most 32). */
+   type), starts and lengths (whether runs_write writes them), wg (work-items per group). */
 <% assert index_t in ("uint", "ulong") and out_t in ("uint", "ulong") and wg & (wg - 1) == 0 %>
-<% assert 1 <= ipt <= 32 %>
 #define KEY_T ${key_t}
 #define INDEX_T ${index_t}
 #define OUT_T ${out_t}
 #define WG ${wg}
-#define IPT ${ipt}
-#define ROUND (WG * IPT)
 % if perm_t:
 #define PERM_T ${perm_t}
 % endif
@@ -41,21 +34,18 @@ ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
 ${common.wg_scan_fn("wg_scan", "INDEX_T", wg)}
 ${common.wg_max_fn("wg_max", "INDEX_T", wg)}
 
-/* whether a position whose key is b starts a run after one whose key is a */
-static inline uint starts_after(KEY_T a, KEY_T b, uint nan_distinct)
+/* whether position i (< n) starts a run */
+static inline uint starts_run(__global const KEY_T* keys, INDEX_T i, uint nan_distinct)
 {
-    uint s = order_key(a, 0) != order_key(b, 0);
+    if (i == 0)
+        return 1u;
+    const KEY_T b = keys[i];
+    uint s = order_key(keys[i - 1], 0) != order_key(b, 0);
 % if key_kind == "float":
 <% sign = 1 << (key_bits - 1); suffix = "UL" if key_bits == 64 else "U" %>
     s |= nan_distinct && (KEY_T)(b & (KEY_T)~(KEY_T)${hex(sign)}${suffix}) > (KEY_T)${hex(key_inf_bits)}${suffix};
 % endif
     return s;
-}
-
-/* whether position i (< n) starts a run */
-static inline uint starts_run(__global const KEY_T* keys, INDEX_T i, uint nan_distinct)
-{
-    return i == 0 || starts_after(keys[i - 1], keys[i], nan_distinct);
 }
 
 /* The runs that start before block b (the counts of blocks 0 .. b - 1 summed) and, in *last,
@@ -118,7 +108,7 @@ void runs_write(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n, 
 {
     __local INDEX_T scratch[WG];
 % if lengths:
-    __local INDEX_T round_starts[ROUND];   /* the run starts of a round, in their order */
+    __local INDEX_T round_starts[WG];   /* the run starts of a round, in their order */
 % endif
     keys += keys_off;
     const uint lid = get_local_id(0);
@@ -129,42 +119,17 @@ void runs_write(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n, 
     INDEX_T run = block_origin(table, get_num_groups(0), b, scratch, lid, &prev);
     /* (begin and end are uniform in the work-group: every work-item runs each round's scan and
        barriers) */
-    for (INDEX_T base = begin; base < end; base += ROUND) {
-        /* this work-item's positions i0 .. i0 + IPT - 1 below end: bit j of `first` says that
-           position i0 + j starts a run */
-        const INDEX_T i0 = base + (INDEX_T)lid * IPT;
-        uint first = 0, mine = 0;
-        if (i0 < end) {
-            KEY_T a = i0 > 0 ? keys[i0 - 1] : (KEY_T)0;
-            for (uint j = 0; j < IPT; ++j) {
-                const INDEX_T i = i0 + j;
-                if (i >= end)
-                    break;
-                const KEY_T k = keys[i];
-                const uint s = i == 0 || starts_after(a, k, nan_distinct);
-                first |= s << j;
-                mine += s;
-                a = k;
-            }
-        }
+    for (INDEX_T base = begin; base < end; base += WG) {
+        const INDEX_T i = base + lid;
+        const INDEX_T first = i < end ? starts_run(keys, i, nan_distinct) : 0;
         INDEX_T round;
-        const INDEX_T before = wg_scan((INDEX_T)mine, scratch, lid, &round);
-        INDEX_T r = run + before;   /* the run of the next start met, less one before it */
-% if lengths:
-        for (uint j = 0, k = 0; j < IPT; ++j)
-            if ((first >> j) & 1u)
-                round_starts[before + k++] = i0 + j;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        INDEX_T p = before ? round_starts[before - 1] : prev;   /* the start before i0's */
-% endif
-        for (uint j = 0; j < IPT; ++j) {
-            const INDEX_T i = i0 + j;
-            if (i >= end)
-                break;
+        const INDEX_T before = wg_scan(first, scratch, lid, &round);
+        const INDEX_T r = run + before + first - 1;   /* the run of position i */
+        if (i < end) {
 % if perm_t:
             const PERM_T from = perm[perm_off + i];
 % endif
-            if ((first >> j) & 1u) {
+            if (first) {
                 values[values_off + r] = keys[i];
 % if starts:
                 starts[starts_off + r] = (OUT_T)i;
@@ -173,19 +138,22 @@ void runs_write(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n, 
                 index[index_off + r] = (OUT_T)from;
 % endif
 % if lengths:
-                if (r > 0)   /* run r - 1 ends where run r starts */
-                    lengths[lengths_off + r - 1] = (OUT_T)(i - p);
-                if (r == m - 1)
-                    lengths[lengths_off + r] = (OUT_T)(n - i);
-                p = i;
+                round_starts[before] = i;
 % endif
-                ++r;
             }
 % if perm_t:
-            inverse[inverse_off + from] = (OUT_T)(r - 1);
+            inverse[inverse_off + from] = (OUT_T)r;
 % endif
         }
 % if lengths:
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (i < end && first) {
+            if (r > 0)   /* run r - 1 ends where run r starts */
+                lengths[lengths_off + r - 1] =
+                    (OUT_T)(i - (before ? round_starts[before - 1] : prev));
+            if (r == m - 1)
+                lengths[lengths_off + r] = (OUT_T)(n - i);
+        }
         if (round)
             prev = round_starts[round - 1];
         barrier(CLK_LOCAL_MEM_FENCE);

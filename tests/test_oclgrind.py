@@ -614,8 +614,7 @@ def _order_key(a):
     return key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
 
 
-@pytest.mark.parametrize("per_item", [1, 4])
-def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch, per_item):
+def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     """searchsorted (through a sorter; among splitters in local memory), unique (the runs'
     count and write over several blocks, with the inverse scatter and the lengths),
     run_lengths, lexsort and several value arrays (take, iota) with small work-groups. (The
@@ -623,7 +622,7 @@ def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch, per_item)
     uninitialised-value checker would misread: that checker is off.)"""
     from clradix.drivers import elementwise, runs
     monkeypatch.setattr(elementwise, "WG", 16)
-    monkeypatch.setattr(runs, "PER_ITEM", per_item)   # run starts a work-item takes a round
+    monkeypatch.setattr(runs, "PER_ITEM", 1)
     monkeypatch.setattr(runs, "CPU_WG", None)   # groups whose work-items scan together
     g = g_without_uninitialized
     x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 150)]

@@ -15,8 +15,7 @@ from ..core.sizes import index_type
 from .elementwise import KernelFamily, group_size, index_cl
 
 #: each block's work-items count at least this many positions each (fewer blocks: less for each
-#: block of runs_write to sum before it starts), and runs_write gives each work-item this many
-#: consecutive positions a round (one scan of the group's counts a round; at most 32)
+#: block of runs_write to sum before it starts)
 PER_ITEM = 16
 #: work-items per group on CPU devices: one, which walks its block alone (a CPU runtime runs
 #: the work-items of a barrier one after another, each scan step a pass over the group); None:
@@ -54,7 +53,7 @@ class Runs(KernelFamily):
         index_t, index_np = index_type(n + 1)
         base = dict(codec.template_args(), index_t=index_t, out_t=index_cl(out_dtype),
                     perm_t=None if perm_dtype is None else index_cl(perm_dtype),
-                    starts=bool(starts), lengths=bool(lengths), ipt=PER_ITEM)
+                    starts=bool(starts), lengths=bool(lengths))
         device = queue.device
         cpu = bool(device.type & cl.device_type.CPU) and CPU_WG is not None
         key = (device.int_ptr, tuple(sorted(base.items())), cpu and CPU_WG, group_size(device))
@@ -72,7 +71,7 @@ class Runs(KernelFamily):
         cu = int(device.max_compute_units)
         blocks = max(1, min(-(-n // (wg * PER_ITEM)), 8 * cu, 4096))
         chunk = -(-n // blocks)
-        chunk = -(-chunk // (wg * PER_ITEM)) * (wg * PER_ITEM)
+        chunk = -(-chunk // wg) * wg
         return RunsCall(dict(base, wg=wg), wg, -(-n // chunk), chunk, np.dtype(index_np))
 
     def count(self, queue, call, keys, n, nan_distinct, table, wait):
