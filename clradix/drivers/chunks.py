@@ -25,9 +25,8 @@ FINE_EXTRA = 6
 FINE_MAX = 16
 FINE_BELOW_N = 2
 # The widest digit of the in-bucket passes by key size (digits of up to 9 bits: a bucket whose
-# keys differ in 25 bits takes 3 passes, not 4; float32 normal 2^22 on 2 EPYC cores: cb_buckets
-# 10.3 ms against 12.2 with 8 bits, uint32 the same; BENCHMARKS_NOTES.md, "the bucket sort's
-# buckets by the keys' distribution").
+# keys differ in 25 bits takes 3 passes, not 4, and 512 counters stay in L1; measured in
+# BENCHMARKS_NOTES.md, "the bucket sort's buckets by the keys' distribution").
 RUN_BITS = {4: 9}
 
 
@@ -118,9 +117,9 @@ class ChunkBuckets(Chunks):
         """(top, fine): the widths of the top digit (the buckets' number) and of the fine digit
         for n keys sorted by `bits` bits. Only float keys are sampled (their top bits, sign and
         exponent, take few values); integer keys' fine digit is the top digit, placed at the
-        highest differing bit (the sample and the table cost uint32 2^22 about 0.7 ms, uint64
-        1.9 ms, for buckets as even as they were; BENCHMARKS_NOTES.md, "the bucket sort's
-        buckets by the keys' distribution"); the tables are as large either way."""
+        highest differing bit (for them the sample and the table cost time and made the
+        buckets no more even; BENCHMARKS_NOTES.md, "the bucket sort's buckets by the keys'
+        distribution"); the tables are as large either way."""
         top = min(policy.radix_bits, bits)
         fine = max(top, min(top + FINE_EXTRA, FINE_MAX,
                             max(n, 1).bit_length() - 1 - FINE_BELOW_N))
