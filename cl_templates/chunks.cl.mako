@@ -78,36 +78,28 @@ static inline void chunk_range(INDEX_T n, INDEX_T chunk_len, uint c, INDEX_T* lo
 }
 
 % if buckets or off_t:
-/* bits [lo, hi) of x's order key less base (lo < hi; base: the smallest order key of a run, in
-   its bits from lo, or 0) */
-static inline KEY_T cb_key(KEY_T x, uint lo, uint hi, KEY_T flip, KEY_T base)
+<%def name="run_key_fns(suffix, order)">
+/* bits [lo, hi) of x's ${order} less base (lo < hi; base: the smallest one of a run, in its bits
+   from lo, or 0) */
+static inline KEY_T cb_key${suffix}(KEY_T x, uint lo, uint hi, KEY_T flip, KEY_T base)
 {
-    const KEY_T k = (KEY_T)(order_key(x, flip) - base) >> lo;
+    const KEY_T k = (KEY_T)(${order}(x, flip) - base) >> lo;
     const uint bits = hi - lo;
     return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
 }
 
-/* the digit of x in a pass over a run: bits [shift, shift + popcount(mask)) of its order key
+/* the digit of x in a pass over a run: bits [shift, shift + popcount(mask)) of its ${order}
    less base */
-static inline uint run_digit(KEY_T x, uint shift, uint mask, KEY_T flip, KEY_T base)
+static inline uint run_digit${suffix}(KEY_T x, uint shift, uint mask, KEY_T flip, KEY_T base)
 {
-    return (uint)((KEY_T)(order_key(x, flip) - base) >> shift) & mask;
+    return (uint)((KEY_T)(${order}(x, flip) - base) >> shift) & mask;
 }
+</%def>\
+${run_key_fns("", "order_key")}
 % if key_kind == "float":
-
-/* cb_key and run_digit of the bits' order (common.mako's order_bits): the same for every key
-   but -0.0 and the NaNs, in half the operations; a run with neither of them takes these */
-static inline KEY_T cb_key_bits(KEY_T x, uint lo, uint hi, KEY_T flip, KEY_T base)
-{
-    const KEY_T k = (KEY_T)(order_bits(x, flip) - base) >> lo;
-    const uint bits = hi - lo;
-    return bits < ${key_bits} ? k & (((KEY_T)1 << bits) - 1) : k;
-}
-
-static inline uint run_digit_bits(KEY_T x, uint shift, uint mask, KEY_T flip, KEY_T base)
-{
-    return (uint)((KEY_T)(order_bits(x, flip) - base) >> shift) & mask;
-}
+/* (the same of the bits' order, common.mako's order_bits: equal for every key but -0.0 and the
+   NaNs, in half the operations; a run with neither of them takes these) */
+${run_key_fns("_bits", "order_bits")}
 % endif
 % endif
 % if buckets:

@@ -88,6 +88,34 @@ static inline uint digit_low(uint begin_bit, uint hi)
 /* the buffer `where` of a stream */
 #define PICK(where, b0, b1, b2) ((where) == 0 ? (b0) : (where) == 1 ? (b1) : (b2))
 
+/* List entry x (= list * lcap + its row) of a bucket: its words, and its order bits' AND and
+   OR made ready for hy_count to fold the keys into */
+static inline void set_entry(__global INDEX_T* desc, __global uint* dbits, INDEX_T x,
+                             INDEX_T start, INDEX_T len, uint hi, uint where, INDEX_T g0)
+{
+    __global INDEX_T* e = desc + x * DESC_WORDS;
+    e[0] = start;
+    e[1] = len;
+    e[2] = hi;
+    e[3] = where;
+    e[4] = g0;
+    __global uint* b = dbits + x * 4;
+    b[0] = 0xffffffffu;
+    b[1] = 0xffffffffu;
+    b[2] = 0;
+    b[3] = 0;
+}
+
+/* Run x of the local sort: keys [start, start + len) of buffer `where`, bits [begin_bit, bits)
+   to sort */
+static inline void set_run(__global INDEX_T* runs, INDEX_T x, INDEX_T start, INDEX_T len,
+                           uint bits, uint where)
+{
+    runs[x * 3] = start;
+    runs[x * 3 + 1] = len;
+    runs[x * 3 + 2] = bits | (where << 8);
+}
+
 /* Appends a bucket to list q (its blocks too); the entry, or (INDEX_T)-1 past a capacity.
    *g0 is its first block. */
 static inline INDEX_T push_bucket(__global INDEX_T* info, __global INDEX_T* desc,
@@ -102,17 +130,7 @@ static inline INDEX_T push_bucket(__global INDEX_T* info, __global INDEX_T* desc
         COUNTER_XCHG(&info[1], 1);
         return (INDEX_T)-1;
     }
-    __global INDEX_T* e = desc + (q * lcap + r) * DESC_WORDS;
-    e[0] = start;
-    e[1] = len;
-    e[2] = hi;
-    e[3] = where;
-    e[4] = *g0;
-    __global uint* b = dbits + (q * lcap + r) * 4;
-    b[0] = 0xffffffffu;
-    b[1] = 0xffffffffu;
-    b[2] = 0;
-    b[3] = 0;
+    set_entry(desc, dbits, q * lcap + r, start, len, hi, where, *g0);
     return r;
 }
 
@@ -144,9 +162,7 @@ static inline void copy_runs(__global INDEX_T* info, __global INDEX_T* runs, IND
     const INDEX_T base = *lbase;
     for (uint x = lid; x < *lcount; x += WG) {
         const INDEX_T s = start + (INDEX_T)x * CAP;
-        runs[(base + x) * 3] = s;
-        runs[(base + x) * 3 + 1] = min((INDEX_T)CAP, start + len - s);
-        runs[(base + x) * 3 + 2] = begin_bit | (where << 8);
+        set_run(runs, base + x, s, min((INDEX_T)CAP, start + len - s), begin_bit, where);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 }
@@ -165,6 +181,25 @@ static inline ulong order_word(KEY_T k, KEY_T flip)
     return (ulong)order_key(k, flip);
 }
 
+/* lbits[0..3]: the AND (low, high word) and the OR of a work-group's order words, emptied by
+   work-item 0 (a barrier must follow before fold_bits) */
+static inline void clear_bits(__local uint* lbits, uint lid)
+{
+    if (lid == 0) {
+        lbits[0] = lbits[1] = 0xffffffffu;
+        lbits[2] = lbits[3] = 0;
+    }
+}
+
+/* a work-item's AND a and OR o folded into lbits (a barrier must follow before they are read) */
+static inline void fold_bits(__local uint* lbits, ulong a, ulong o)
+{
+    atomic_and(&lbits[0], (uint)a);
+    atomic_and(&lbits[1], (uint)(a >> 32));
+    atomic_or(&lbits[2], (uint)o);
+    atomic_or(&lbits[3], (uint)(o >> 32));
+}
+
 /* The first list (gid 0 writes every info word): one bucket of every key, or one run. */
 __kernel void hy_init(INDEX_T n, uint end_bit, INDEX_T nb0, __global INDEX_T* restrict info,
                       __global INDEX_T* restrict desc, __global uint* restrict dbits,
@@ -176,21 +211,11 @@ __kernel void hy_init(INDEX_T n, uint end_bit, INDEX_T nb0, __global INDEX_T* re
         for (uint x = 0; x < INFO_WORDS; ++x)
             info[x] = 0;
         if (large) {
-            desc[0] = 0;
-            desc[1] = n;
-            desc[2] = end_bit;
-            desc[3] = 0;
-            desc[4] = 0;
-            dbits[0] = 0xffffffffu;
-            dbits[1] = 0xffffffffu;
-            dbits[2] = 0;
-            dbits[3] = 0;
+            set_entry(desc, dbits, 0, 0, n, end_bit, 0, 0);
             info[2] = 1;
             info[3] = nb0;
         } else if (n) {
-            runs[0] = 0;
-            runs[1] = n;
-            runs[2] = end_bit;
+            set_run(runs, 0, 0, n, end_bit, 0);
             info[0] = 1;
         }
     }
@@ -230,10 +255,7 @@ void hy_count(__global const KEY_T* keys0, ulong keys0_off, __global const KEY_T
         __global const KEY_T* src = PICK(where, keys0, keys1, keys2);
         for (uint d = lid; d < RADIX; d += WG)
             hist[d] = 0;
-        if (lid == 0) {
-            lbits[0] = lbits[1] = 0xffffffffu;
-            lbits[2] = lbits[3] = 0;
-        }
+        clear_bits(lbits, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
         ulong a = ~(ulong)0, o = 0;
 ${unroll_n(4, 8)}
@@ -243,10 +265,7 @@ ${unroll_n(4, 8)}
             a &= b;
             o |= b;
         }
-        atomic_and(&lbits[0], (uint)a);
-        atomic_and(&lbits[1], (uint)(a >> 32));
-        atomic_or(&lbits[2], (uint)o);
-        atomic_or(&lbits[3], (uint)(o >> 32));
+        fold_bits(lbits, a, o);
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint d = lid; d < RADIX; d += WG)
             counts[g * RADIX + d] = hist[d];
@@ -420,20 +439,14 @@ ${unroll_n(8, 12)}
         reserve_runs(info, rcap, nr + (uint)ncopies, &lbase, &lnum, lid);
         const INDEX_T base = lbase;
         const uint granted = lnum != 0;   /* (0: past the capacity, nothing written) */
-        for (uint x = lid; x < nr && granted; x += WG) {
-            runs[(base + x) * 3] = lrs[x];
-            runs[(base + x) * 3 + 1] = lrl[x];
-            runs[(base + x) * 3 + 2] = lrb[x] | (dst << 8);
-        }
+        for (uint x = lid; x < nr && granted; x += WG)
+            set_run(runs, base + x, lrs[x], lrl[x], lrb[x], dst);
         INDEX_T at = base + nr + copy_at;
         for (uint d = d0; d < d1 && granted; ++d) {
             const INDEX_T c = lcnt[d];
             if (c > CAP && copy_home) {
-                for (INDEX_T s0 = lstart[d]; s0 < lstart[d] + c; s0 += CAP, ++at) {
-                    runs[at * 3] = s0;
-                    runs[at * 3 + 1] = min((INDEX_T)CAP, lstart[d] + c - s0);
-                    runs[at * 3 + 2] = begin_bit | (dst << 8);
-                }
+                for (INDEX_T s0 = lstart[d]; s0 < lstart[d] + c; s0 += CAP, ++at)
+                    set_run(runs, at, s0, min((INDEX_T)CAP, lstart[d] + c - s0), begin_bit, dst);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -573,10 +586,7 @@ void hy_local(__global KEY_T* keys0, ulong keys0_off, __global KEY_T* keys1,
         const uint e = max(1u, (valid + WG - 1) / WG);
         load_slots(k, src, ksrc, start, valid, e, w, lane);
         /* the run's AND and OR of its order bits: digits that are constant in it are skipped */
-        if (lid == 0) {
-            lbits[0] = lbits[1] = 0xffffffffu;
-            lbits[2] = lbits[3] = 0;
-        }
+        clear_bits(lbits, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
         ulong a = ~(ulong)0, o = 0;
 ${unroll_at(8)}
@@ -587,10 +597,7 @@ ${unroll_at(8)}
                 o |= b;
             }
         }
-        atomic_and(&lbits[0], (uint)a);
-        atomic_and(&lbits[1], (uint)(a >> 32));
-        atomic_or(&lbits[2], (uint)o);
-        atomic_or(&lbits[3], (uint)(o >> 32));
+        fold_bits(lbits, a, o);
         barrier(CLK_LOCAL_MEM_FENCE);
         const ulong diff = ((ulong)lbits[0] | ((ulong)lbits[1] << 32))
                            ^ ((ulong)lbits[2] | ((ulong)lbits[3] << 32));
