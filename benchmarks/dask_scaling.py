@@ -26,9 +26,10 @@ where importable, else numpy's) chunk by chunk; top-k values and positions equal
 for bit.
 
 Devices: ``--device NVIDIA`` registers clradix.dask.DevicePlugin("NVIDIA"), which gives worker
-i the i-th matching device (so W workers need W GPUs); without --device, the GPUs of the first
-platform that has one (else clradix's default device). ``--quick``: 2^20 keys in chunks of
-2^16, 1 repeat.
+i the i-th matching device (so W workers need W GPUs; ``--devices-per-worker all``: one worker
+process drives every matching device, ``--devices-per-worker 2``: two each); without
+--device, the GPUs of the first platform that has one (else clradix's default device).
+``--quick``: 2^20 keys in chunks of 2^16, 1 repeat.
 """
 
 import ast
@@ -48,6 +49,10 @@ def add_arguments(ap):
                     help="comma-separated: sort, argsort, topk, or all (all)")
     ap.add_argument("--workers", default="1,2",
                     help="worker counts to run, one device each (1,2)")
+    ap.add_argument("--devices-per-worker", default="1",
+                    help="devices each worker process drives, comma-separated values run in "
+                         "turn for each worker count: a number, or all (every matching one: "
+                         "DevicePlugin(per_worker=None)); default 1")
     ap.add_argument("--share-device", action="store_true",
                     help="every worker uses the first matching device (workers share one GPU)")
     ap.add_argument("--threads-per-worker", type=int, default=4,
@@ -212,8 +217,9 @@ def _keys(n, chunk, dtype):
     return rng.integers(info.min, info.max, n, chunks=chunk, dtype=dtype, endpoint=True)
 
 
-def _label(case, workers, shared):
-    return f"{case} {workers} worker(s){' on 1 device' if shared and workers > 1 else ''}"
+def _label(case, workers, shared, per_worker=1):
+    each = f" x {per_worker} devices" if per_worker > 1 else ""
+    return f"{case} {workers} worker(s){each}{' on 1 device' if shared and workers > 1 else ''}"
 
 
 def run_sort(out, client, where, workers, args, engines, data, op):
@@ -229,7 +235,8 @@ def run_sort(out, client, where, workers, args, engines, data, op):
     for eng, resident in runs:
         if eng != "clradix" and n > 1 << args.numpy_max_log2n:
             continue
-        case = _label(op + (" on device" if resident else ""), workers, args.share_device)
+        case = _label(op + (" on device" if resident else ""), workers, args.share_device,
+                      data["per_worker"])
         with out.guard(f"{eng} {case}"):
             src = x
             if resident:
@@ -252,7 +259,8 @@ def run_sort(out, client, where, workers, args, engines, data, op):
             t.out = None
             src = None
             out.record(where if eng == "clradix" else common.host_fields(), f"clradix.dask[{eng}]",
-                       case, x.dtype, n, t, ok=ok, workers=workers, shared=args.share_device,
+                       case, x.dtype, n, t, ok=ok, workers=workers,
+                       devices=workers * data["per_worker"], shared=args.share_device,
                        threads=args.threads_per_worker, chunk=chunk, phases_s=phases,
                        partition_sizes=sizes, resident=resident, **stream,
                        note=f"phases {phases} {stream}")
@@ -269,7 +277,7 @@ def run_topk(out, client, where, workers, args, engines, data):
     if n <= 1 << args.numpy_max_log2n:
         impls.append(("dask.array.topk", None))
     for impl, eng in impls:
-        case = _label(f"topk k={k}", workers, args.share_device)
+        case = _label(f"topk k={k}", workers, args.share_device, data["per_worker"])
         with out.guard(f"{impl} {case}"):
             if eng is None:
                 def fn():
@@ -287,6 +295,7 @@ def run_topk(out, client, where, workers, args, engines, data):
                       and np.array_equal(got[1], want[1]))
             out.record(where if eng == "clradix" else common.host_fields(), impl, case,
                        x.dtype, n, t, ok=ok, workers=workers, k=k, chunk=chunk,
+                       devices=workers * data["per_worker"],
                        shared=args.share_device, threads=args.threads_per_worker,
                        phases_s=phases, **stream, note=f"phases {phases} {stream['compute_s']}")
 
@@ -441,19 +450,24 @@ def main(args):
     if not args.no_baseline:
         for data in datas:
             run_baseline(out, args, data, cases)
-    for workers in (int(w) for w in args.workers.split(",")):
+    layouts = [(int(w), None if p.strip() == "all" else int(p))
+               for w in args.workers.split(",") for p in args.devices_per_worker.split(",")]
+    for workers, per_worker in layouts:
         cluster, client = _cluster(workers, args.threads_per_worker)
         try:
-            client.register_plugin(crd.DevicePlugin(spec, switch_interval=args.switch_interval))
-            got = client.run(lambda: crd.current().describe())
+            client.register_plugin(crd.DevicePlugin(spec, switch_interval=args.switch_interval,
+                                                    per_worker=per_worker))
+            got = client.run(_describe)
             index = client.run(_device_index)
+            each = max(len(v) for v in index.values())
             out.log(f"{workers} worker(s), {args.threads_per_worker} threads each: "
-                    + "; ".join(f"{w}: device [{index[w]}] {d}" for w, d in sorted(got.items())))
-            if workers > 1 and len(set(index.values())) < workers:
+                    + "; ".join(f"{w}: device {index[w]} {d}" for w, d in sorted(got.items())))
+            if len({i for v in index.values() for i in v}) < workers * each:
                 out.log("  note: workers share a device (fewer matching devices than workers)")
-            where = common.opencl_device_fields(all_devices()[next(iter(index.values()))])
-            where["device"] = f"{workers} x {where['device']}"
+            where = common.opencl_device_fields(all_devices()[next(iter(index.values()))[0]])
+            where["device"] = f"{workers * each} x {where['device']}"
             for data in datas:
+                data["per_worker"] = each
                 data["x"] = data["x"].persist()
                 from distributed import wait
                 wait(data["x"])
@@ -472,10 +486,17 @@ def main(args):
 
 
 def _device_index():
-    """(on a worker) its device's index in all_devices(): the same list on the client's machine"""
-    import clradix.dask as crd
+    """(on a worker) its devices' indices in all_devices(): the same list on the client's
+    machine"""
     from clradix.core.device import all_devices
-    return [d.int_ptr for d in all_devices()].index(crd.current().device.int_ptr)
+    from clradix.dask import devices
+    every = [d.int_ptr for d in all_devices()]
+    return [every.index(d.device.int_ptr) for d in devices.process_devices()]
+
+
+def _describe():
+    from clradix.dask import devices
+    return "; ".join(d.describe() for d in devices.process_devices())
 
 
 def _scaling(out):
@@ -484,15 +505,15 @@ def _scaling(out):
         return case.split(" worker(s)")[0].rsplit(" ", 1)[0]
     base = {}
     for r in out.rows:
-        if r["wall_ms"] and r.get("workers") == 1:
+        if r["wall_ms"] and r.get("workers") == 1 and (r.get("devices") or 1) == 1:
             base[(r["impl"], base_case(r["case"]), r["n"])] = r["wall_ms"]
     for r in out.rows:
         w = r.get("workers")
-        if r["wall_ms"] and w and w > 1:
+        if r["wall_ms"] and w and (w > 1 or (r.get("devices") or 1) > 1):
             b = base.get((r["impl"], base_case(r["case"]), r["n"]))
             if b:
                 out.log(f"scaling {r['impl']} {r['case']} n={r['n']}: {b / r['wall_ms']:.2f}x of "
-                        f"1 worker ({b:.0f} -> {r['wall_ms']:.0f} ms)")
+                        f"1 worker on 1 device ({b:.0f} -> {r['wall_ms']:.0f} ms)")
 
 
 def _model(out):
@@ -501,6 +522,9 @@ def _model(out):
 
         T(N) = (B_in / U + B_out / D + t_split + t_merge) / N + X(N)
         X(N) = S(N) / N * (1 / r + 1 / D + 1 / U),   S(N) = (N - 1) / N * B_piece
+
+    (N devices; with one worker process driving them all the pieces change devices through
+    its pinned memory, without Dask: X(N) = S(N) / N * (1 / D + 1 / U))
 
     B_in, B_out: the bytes of the keys in and of the result out (keys, or int64 positions);
     U, D: clradix.dask's own upload and download rates ("host copies" rows); t_split,
@@ -531,16 +555,19 @@ def _model(out):
         workers = r.get("workers") or 1
         if r.get("shared") and workers > 1:
             continue
+        ndev = r.get("devices") or workers
         out_w = 8 if op == "argsort" else w
         piece_w = w + (8 if op == "argsort" else 0)
         copies = 0.0 if r.get("resident") else n * w / up + n * out_w / down
         sent = sum((r.get("shuffle_bytes_sent") or {}).values())
         recv = sent / r["transfer_s"] if r.get("transfer_s") else None
-        cross = (workers - 1) / workers * n * piece_w
+        cross = (ndev - 1) / ndev * n * piece_w
         exch = 0.0
         if workers > 1 and recv:
-            exch = cross / workers * (1 / (recv / workers) + 1 / down + 1 / up)
-        pred = (copies + 2 * dev) / workers + exch
+            exch = cross / ndev * (1 / (recv / workers) + 1 / down + 1 / up)
+        elif workers == 1 and ndev > 1:   # between devices of one process: down, then up
+            exch = cross / ndev * (1 / down + 1 / up)
+        pred = (copies + 2 * dev) / ndev + exch
         out.log(f"model {r['case']} n={r['n']}: {pred * 1e3:.0f} ms predicted (copies "
                 f"{copies / workers * 1e3:.0f}, device {2 * dev / workers * 1e3:.0f}, exchange "
                 f"{exch * 1e3:.0f}{f' at {recv / 1e9:.2f} GB/s' if recv else ''}), "

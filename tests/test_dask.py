@@ -86,6 +86,8 @@ def test_workers_hold_the_device(client):
     assert len(names) == 2 and len(set(pids.values())) == 2
     want = _DEVICES[0].name.strip()
     assert all(want in v for v in names.values()), names
+    # a device each: two merge groups
+    assert sys.modules["clradix.dask.sort"]._group_count() == 2
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -213,8 +215,8 @@ def test_local_schedulers(rng, monkeypatch, scheduler):
     split's cut search reads every 4th key, then windows of 4 (as every g-th of a large chunk);
     the partitions merge in one group (no piece tasks) or in three."""
     monkeypatch.setattr(clradix.dask.engines, "_SEARCH_WINDOW", 4 if scheduler == "threads" else 64)
-    # merge groups (one per worker of the client): one, or three groups with piece tasks
-    monkeypatch.setattr(sys.modules["clradix.dask.sort"], "_worker_count",
+    # merge groups (one per device of the client's workers): one, or three with piece tasks
+    monkeypatch.setattr(sys.modules["clradix.dask.sort"], "_group_count",
                         lambda: 3 if scheduler == "threads" else 1)
     x = keys(rng, np.float64, N)
     d = da.from_array(x, chunks=(CHUNKS,))
@@ -317,10 +319,11 @@ def test_plugin_gives_each_worker_its_slot(monkeypatch):
     from types import SimpleNamespace
     calls = []
 
-    def fake_use(spec, slot):
+    def fake_use(spec, slot, count):
         calls.append((spec, slot))
-        return clradix.dask.current()
-    monkeypatch.setattr(clradix.dask.devices, "use_device", fake_use)
+        assert count == 1
+        return [clradix.dask.current()]
+    monkeypatch.setattr(clradix.dask.devices, "use_devices", fake_use)
     for name in (0, "gpu-3", "tcp://host"):
         plugin = crd.DevicePlugin("NVIDIA")
         w = SimpleNamespace(name=name)
@@ -460,3 +463,55 @@ def test_pinned_pool_reuse():
     assert pool.held_bytes() > held
     assert pool.empty(4_000_000, np.float32) is None
     assert b.sum() == 620_000 and c.size == 100_000
+
+
+def test_several_devices_in_one_process(rng):
+    """One process driving three devices (three contexts on the test device): tasks spread over
+    them, the partitions merge in three groups, and pieces, resident chunks and results that a
+    task on another device uses move through host memory; every result as one device gives."""
+    from clradix.dask import devices
+    engines = sys.modules["clradix.dask.engines"]
+    used = []
+    real_lease = devices.lease
+
+    def spy(prefer=None):
+        cm = real_lease(prefer)
+        used.append(cm)
+        return cm
+    devs = devices.use_devices(DEVICE_INDEX, count=3)
+    try:
+        assert len({d.context.int_ptr for d in devs}) == 3
+        x = keys(rng, np.float32, N)
+        want = ref_argsort(x)
+        d = da.from_array(x, chunks=(CHUNKS,))
+        with dask.config.set(scheduler="threads", num_workers=4):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(devices, "lease", spy)
+                s, a, v, i = dask.compute(crd.sort(d), crd.argsort(d, partitions=5),
+                                          crd.topk(d, -9), crd.argtopk(d, 9))
+            assert len(used) >= 2 * d.numblocks[0]
+            np.testing.assert_array_equal(bits_of(s), bits_of(x[want]))
+            np.testing.assert_array_equal(a, want)
+            np.testing.assert_array_equal(bits_of(v), bits_of(ref_topk(x, 9, largest=False)[0][0]))
+            np.testing.assert_array_equal(i, ref_topk(x, 9)[1][0])
+            # resident chunks on every device, the result left there
+            xd = crd.to_device(d).persist()
+            held = {c.device.context.int_ptr for c in dask.compute(*xd.to_delayed().ravel())}
+            out = crd.sort(xd, on_device=True, partitions=4).persist()
+            parts = dask.compute(*out.to_delayed().ravel())
+            assert all(isinstance(p, crd.DeviceChunk) and p.on_device for p in parts)
+            np.testing.assert_array_equal(
+                bits_of(np.concatenate([np.asarray(p) for p in parts])), bits_of(x[want]))
+        assert held <= {dv.context.int_ptr for dv in devs} and len(held) >= 2
+        # a chunk of one device asked for by a task bound to another: copied there once
+        c = crd.DeviceChunk(devs[0].copies.to_device(devs[0].queue, x[:1000]))
+        assert c.device is devs[0]
+        with devices.bind(devs[2]):
+            moved = c.array
+            assert moved.context == devs[2].context and c.device is devs[2]
+            np.testing.assert_array_equal(bits_of(moved.get(c.queue)), bits_of(x[:1000]))
+        with dask.config.set(scheduler="threads"):   # not a client's, even where one exists
+            assert sys.modules["clradix.dask.sort"]._group_count() == 3
+        assert engines._holder([[c], []]) is devs[2]
+    finally:
+        devices.use_device(DEVICE_INDEX)

@@ -13,7 +13,9 @@ What a user does with one (``clradix.dask.sort(x, on_device=True)``, ``clradix.d
 * in a task on the worker that holds it (``client.submit(f, chunk)``, ``map_blocks``), or in the
   client's own process under Dask's local schedulers: ``chunk.array`` is a pyopencl Array on
   that process's device (:func:`clradix.dask.current`), to use with any pyopencl or clradix
-  call; ``chunk.queue`` is the calling thread's queue of that device;
+  call; ``chunk.queue`` is the calling thread's queue of that device (with several devices in
+  one process, ``chunk.device`` is the one holding it; ``with clradix.dask.devices.bind(
+  chunk.device):`` makes it the current one, so ``chunk.array`` is not moved);
 * anywhere: ``np.asarray(chunk)`` or ``chunk.get()`` copies it to a numpy array, and
   ``compute()`` of a dask array of DeviceChunks gives a numpy array as usual.
 """
@@ -47,9 +49,17 @@ class DeviceChunk:
         return self._array is not None
 
     @property
+    def device(self):
+        """The device of this process that holds the data (a :class:`WorkerDevice`; None when
+        the data is on the host, or on a device this process let go)."""
+        return None if self._array is None else devices.owner(self._array.context)
+
+    @property
     def array(self) -> cl_array.Array:
-        """The chunk as a pyopencl Array on this process's device (uploaded once, on first use,
-        when it came from another process)."""
+        """The chunk as a pyopencl Array on the calling task's device (:func:`current`): the
+        held array when it is there; else copied there once, on first use (from the host when
+        it came from another process; through pinned host memory from another device of this
+        process), and held there from then on."""
         dev = devices.current()
         a = self._array
         if a is not None and a.context == dev.context:
@@ -61,17 +71,18 @@ class DeviceChunk:
 
     @property
     def queue(self):
-        """The calling thread's queue on this process's device."""
-        return devices.current().queue
+        """The calling thread's queue on the device that holds the data (on the calling task's
+        device when the data is on the host)."""
+        return (self.device or devices.current()).queue
 
     def get(self) -> np.ndarray:
         """The chunk as a numpy array (a copy of the device data; the held array itself when
         the data is on the host)."""
         if self._host is not None:
             return self._host
-        dev = devices.current()
         a = self._array
-        if a.context != dev.context:   # a device array of a context this process let go
+        dev = devices.owner(a.context)
+        if dev is None:   # a device array of a context this process let go
             return a.get()
         return dev.copies.to_host(a.with_queue(dev.queue))
 

@@ -26,7 +26,7 @@ _KEYS = set(KEY_DTYPES)
 def sort_function(df, by, ascending=True, na_position: str = "last", ignore_index: bool = False,
                   engine: str = "clradix", **kwargs):
     """``df`` (a pandas DataFrame or Series) sorted by the column(s) ``by`` (ignored for a
-    Series) on this process's device. Other keyword arguments (as pandas' ``sort_values``) are
+    Series) on a device of this process. Other keyword arguments (as pandas' ``sort_values``) are
     passed to pandas when it sorts instead."""
     eng = _engine(engine)
     if na_position not in ("first", "last"):
@@ -42,7 +42,18 @@ def sort_function(df, by, ascending=True, na_position: str = "last", ignore_inde
         args = {} if series else {"by": by}
         return df.sort_values(**args, ascending=ascending, na_position=na_position,
                               ignore_index=ignore_index, kind="stable", **kwargs)
-    order = np.arange(len(df), dtype=np.int64)
+    with eng.task():   # one device of this process for the partition's sorts
+        order = _order(eng, keys, asc, na_position, len(df))
+    out = df.iloc[order]
+    if ignore_index:
+        out = out.reset_index(drop=True)
+    return out
+
+
+def _order(eng, keys, asc, na_position, n):
+    """The stable order of ``n`` rows by the ``keys`` ((values, missing mask or None) of each
+    column, the first the most significant), each ascending as ``asc`` says."""
+    order = np.arange(n, dtype=np.int64)
     for (values, missing), up in zip(reversed(keys), reversed(asc)):
         values = values[order]
         if missing is None:
@@ -53,10 +64,7 @@ def sort_function(df, by, ascending=True, na_position: str = "last", ignore_inde
         ranked = order[present[eng.argsort(values[present], descending=not up)]]
         absent = order[missing]
         order = np.concatenate([ranked, absent] if na_position == "last" else [absent, ranked])
-    out = df.iloc[order]
-    if ignore_index:
-        out = out.reset_index(drop=True)
-    return out
+    return order
 
 
 def _key(col):

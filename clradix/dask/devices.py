@@ -1,16 +1,24 @@
-"""The OpenCL device of this process, for tasks of a Dask graph.
+"""The OpenCL devices of this process, for tasks of a Dask graph.
 
 Each process that runs tasks (a ``distributed`` worker, or the client itself under Dask's
-synchronous and threaded schedulers) picks its device once, on first use, and keeps one
-:class:`WorkerDevice` for its lifetime: the context, a Sorter and a Selector (whose built kernels
-and memory pools serve every later task), and one in-order queue per thread (Dask workers run
-several task threads; each thread enqueues on its own queue, so their copies and kernels
-overlap and the per-queue memory pools are never shared between threads).
+synchronous and threaded schedulers) picks its devices once, on first use, and keeps one
+:class:`WorkerDevice` per device for its lifetime: the context, a Sorter and a Selector (whose
+built kernels and memory pools serve every later task), and one in-order queue per thread (Dask
+workers run several task threads; each thread enqueues on its own queue, so their copies and
+kernels overlap and the per-queue memory pools are never shared between threads).
 
-Which device:
+A process usually has one device. With several (:func:`use_devices`: one worker process driving
+every GPU of its machine), each task runs on one of them: :func:`lease` binds the calling thread
+to the device with the fewest tasks running (or the one holding the task's data, on a tie) for
+the task's duration, and :func:`current` is that device. A chunk left on one device and used by
+a task on another is copied through this process's pinned host memory (both links at their
+speed), never through Dask's transfers between processes.
 
-1. the choice made in this process by :func:`use_device` (what :class:`DevicePlugin` calls on
-   each worker, spreading the workers of one machine over the devices that match);
+Which devices:
+
+1. the choice made in this process by :func:`use_devices` or :func:`use_device` (what
+   :class:`DevicePlugin` calls on each worker, spreading the workers of one machine over the
+   devices that match);
 2. else the ``CLRADIX_DEVICE`` environment variable: an index in ``python -m clradix info``'s
    list, or a case-insensitive substring of "platform name device name" (the first match);
 3. else clradix's default device (the first GPU that builds kernels, else the CPU). NVIDIA's
@@ -24,9 +32,10 @@ address under ``distributed``, else the process and host) and every device it fo
 from __future__ import annotations
 
 import os
+import contextlib
 import socket
 import threading
-from typing import Optional
+from typing import Iterator, List, Optional
 
 import numpy as np
 import pyopencl as cl
@@ -84,8 +93,11 @@ class WorkerDevice:
 
 
 _lock = threading.Lock()
-_current: Optional[WorkerDevice] = None
-_choice = None   # (spec, slot) set by use_device
+_devices: List[WorkerDevice] = []   # this process's devices, once picked
+_choice = None   # (spec, slot, count) set by use_devices
+_bound = threading.local()   # .device: the device of the task the calling thread runs
+_busy: dict = {}   # id(WorkerDevice) -> tasks running on it (under _lock)
+_turn = 0   # advanced by each lease: where the next tie is broken
 
 
 def who() -> str:
@@ -156,33 +168,107 @@ def select_device(spec: Optional[str] = None, slot: int = 0) -> cl.Device:
     return found[slot % len(found)]
 
 
+def use_devices(spec: Optional[str] = None, slot: int = 0,
+                count: Optional[int] = None) -> List[WorkerDevice]:
+    """Pick this process's devices now and make each one's context, Sorter and Selector; later
+    tasks use them. ``spec`` as ``select_device``; ``count`` devices (None: every match), the
+    matches ``slot * count``, ``slot * count + 1``, ... (modulo their number: asking for more
+    devices than match gives some twice, each its own context). Calling it again with another
+    choice replaces the devices (tasks already running keep theirs). Without ``spec`` and
+    ``CLRADIX_DEVICE``, "every match" is clradix's default device alone."""
+    global _devices, _choice
+    with _lock:
+        if _devices and _choice == (spec, slot, count):
+            return list(_devices)
+        if count is None:
+            env = os.environ.get(ENV, "").strip()
+            named = spec if spec is not None else (env or None)
+            # no spec and no CLRADIX_DEVICE: clradix's default device alone; select_device
+            # raises NoDeviceError, naming this process, when nothing matches
+            picked = (matching(named) if named is not None else []) or [select_device(spec)]
+        else:
+            if count < 1:
+                raise ValueError(f"count must be positive or None, got {count}")
+            picked = [select_device(spec, slot * count + j) for j in range(count)]
+        _devices = [WorkerDevice(d) for d in picked]
+        _choice = (spec, slot, count)
+        return list(_devices)
+
+
 def use_device(spec: Optional[str] = None, slot: int = 0) -> WorkerDevice:
-    """Pick this process's device now (``spec`` and ``slot`` as ``select_device``) and make
+    """Pick this process's one device now (``spec`` and ``slot`` as ``select_device``) and make
     its context, Sorter and Selector; later tasks use it. Calling it again with another choice
     replaces the device (tasks already running keep theirs)."""
-    global _current, _choice
-    with _lock:
-        if _current is not None and _choice == (spec, slot):
-            return _current
-        _current = WorkerDevice(select_device(spec, slot))
-        _choice = (spec, slot)
-        return _current
+    return use_devices(spec, slot, 1)[0]
+
+
+def process_devices() -> List[WorkerDevice]:
+    """This process's devices (the default one picked now when none was chosen)."""
+    if not _devices:
+        with _lock:
+            if not _devices:
+                _devices.append(WorkerDevice(select_device()))
+    return list(_devices)
 
 
 def current() -> WorkerDevice:
-    """This process's WorkerDevice, picked on first use (see the module's documentation)."""
-    global _current
-    dev = _current
+    """The device of the task the calling thread runs (:func:`lease`), else this process's
+    first device, picked on first use (see the module's documentation)."""
+    dev = getattr(_bound, "device", None)
     if dev is not None:
         return dev
+    devs = _devices
+    return devs[0] if devs else process_devices()[0]
+
+
+def owner(context) -> Optional[WorkerDevice]:
+    """The device of this process whose context is ``context`` (None: none is)."""
+    for dev in _devices:
+        if dev.context == context:
+            return dev
+    return None
+
+
+@contextlib.contextmanager
+def lease(prefer: Optional[WorkerDevice] = None) -> Iterator[WorkerDevice]:
+    """Bind the calling thread to one of this process's devices for a task: ``prefer`` when
+    given (where the task's data is: moving it would cost more than waiting for that device),
+    else the one with the fewest tasks running; the device."""
+    global _turn
+    devs = process_devices()
     with _lock:
-        if _current is None:
-            _current = WorkerDevice(select_device())
-        return _current
+        if prefer in devs:
+            dev = prefer
+        else:   # ties in turn, so tasks one after another spread over idle devices too
+            _turn += 1
+            dev = min(devs, key=lambda d: (_busy.get(id(d), 0),
+                                           (devs.index(d) - _turn) % len(devs)))
+        _busy[id(dev)] = _busy.get(id(dev), 0) + 1
+    before = getattr(_bound, "device", None)
+    _bound.device = dev
+    try:
+        yield dev
+    finally:
+        _bound.device = before
+        with _lock:
+            _busy[id(dev)] -= 1
+
+
+@contextlib.contextmanager
+def bind(dev: Optional[WorkerDevice]) -> Iterator[WorkerDevice]:
+    """Bind the calling thread to ``dev`` (None: :func:`current`) for what the block does."""
+    dev = dev or current()
+    before = getattr(_bound, "device", None)
+    _bound.device = dev
+    try:
+        yield dev
+    finally:
+        _bound.device = before
 
 
 def _forget() -> None:
     """Drop this process's choice (tests)."""
-    global _current, _choice
+    global _devices, _choice
     with _lock:
-        _current, _choice = None, None
+        _devices, _choice = [], None
+        _busy.clear()

@@ -61,7 +61,8 @@ def _count():
 
 
 def _device():
-    """Count a device task: this process's device and the calling thread's queue."""
+    """Count a device task: the device of the calling thread's task (:func:`devices.current`)
+    and the thread's queue on it."""
     _count()
     dev = devices.current()
     return dev, dev.queue
@@ -94,12 +95,41 @@ def _length(piece):
     return len(piece[0]) if isinstance(piece, tuple) else len(piece)
 
 
+def _holder(data):
+    """The device of this process holding most of the bytes of the DeviceChunks in ``data``
+    (nested lists and tuples of chunks), when it holds at least twice any other's; else None."""
+    held: dict = {}
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, (list, tuple)):
+            stack.extend(d)
+        elif isinstance(d, DeviceChunk):
+            dev = d.device
+            if dev is not None:
+                held[dev] = held.get(dev, 0) + d.nbytes
+    if not held:
+        return None
+    ranked = sorted(held.items(), key=lambda kv: -kv[1])
+    if len(ranked) > 1 and ranked[0][1] < 2 * ranked[1][1]:
+        return None
+    return ranked[0][0]
+
+
 class DeviceEngine:
-    """Chunk operations with clradix on this process's device (:func:`devices.current`).
-    Chunks come as numpy arrays or :class:`DeviceChunk`; the sample sort's sorted chunks and
-    pieces stay on the device (DeviceChunk) until a merge writes its partition out."""
+    """Chunk operations with clradix on the device of the calling task (:meth:`task`; one
+    device per process unless :func:`devices.use_devices` chose several). Chunks come as
+    numpy arrays or :class:`DeviceChunk`; the sample sort's sorted chunks and pieces stay on
+    the device (DeviceChunk) until a merge writes its partition out."""
 
     name = "clradix"
+
+    @staticmethod
+    def task(*data):
+        """A context for one task on ``data`` (its chunks, pieces, or lists of them): binds
+        the calling thread to the device holding most of their bytes, else to the device of
+        this process with the fewest tasks running (:func:`devices.lease`)."""
+        return devices.lease(_holder(data))
 
     # ------------------------------------------------------------------ sample sort
 
@@ -305,7 +335,7 @@ def _gather(dev, q, dst, parts):
     at = 0
     for p in parts:
         m = len(p)
-        if isinstance(p, DeviceChunk) and p.on_device and p.array.context == dev.context:
+        if isinstance(p, DeviceChunk) and p.device is dev:
             src = p.array
             with _phase("device"):
                 if m:
@@ -324,6 +354,11 @@ class NumpyEngine:
     """The same operations in numpy, on the host (the reference engine)."""
 
     name = "numpy"
+
+    @staticmethod
+    def task(*data):
+        """(the device engine's; nothing to bind here)"""
+        return contextlib.nullcontext()
 
     def sort_chunk(self, chunk, start, positions):
         keys = as_host(chunk)

@@ -1,10 +1,15 @@
 """A ``distributed`` worker plugin that gives each worker of a machine its own device.
 
     client.register_plugin(clradix.dask.DevicePlugin("NVIDIA"))
+    client.register_plugin(clradix.dask.DevicePlugin("NVIDIA", per_worker=None))  # every GPU
 
 On every worker (those running and those that join later) ``setup`` takes the worker's slot on
-its machine and calls :func:`clradix.dask.devices.use_device` with the slot-th device that matches
-(modulo their number), so that two workers on a two-GPU machine get one GPU each. The slot is the
+its machine and calls :func:`clradix.dask.devices.use_devices` with the slot-th ``per_worker``
+devices that match (modulo their number), so that two workers on a two-GPU machine get one GPU
+each. With ``per_worker=None`` a worker drives every matching device of its machine (start one
+worker per machine, with a task thread or two per device): its tasks spread over the devices,
+and a sort's pieces change devices through the process's pinned memory instead of Dask's
+transfers between processes. The slot is the
 number at the end of the worker's name when it has one (``LocalCluster`` names its workers 0, 1,
 ...; ``dask worker --nworkers N --name w`` names them w-0, w-1, ...); otherwise the worker claims
 the lowest free slot of its machine through a lock file in the temporary folder (released at
@@ -26,15 +31,22 @@ from . import devices
 
 
 class DevicePlugin(WorkerPlugin):
-    """Picks each worker's device once: the slot-th of the devices ``match`` names (as
-    ``CLRADIX_DEVICE``: an index or a name substring); None: ``CLRADIX_DEVICE`` when set, else
-    the GPUs of the first platform that has one, else clradix's default device."""
+    """Picks each worker's devices once: the slot-th ``per_worker`` of the devices ``match``
+    names (as ``CLRADIX_DEVICE``: an index or a name substring; None: ``CLRADIX_DEVICE`` when
+    set, else the GPUs of the first platform that has one, else clradix's default device), or
+    with ``per_worker=None`` every one of them."""
 
     name = "clradix-device"
 
     def __init__(self, match: Optional[str] = None,
-                 switch_interval: Optional[float] = None) -> None:
+                 switch_interval: Optional[float] = None,
+                 per_worker: Optional[int] = 1) -> None:
+        if per_worker is not None and (isinstance(per_worker, bool) or int(per_worker) < 1):
+            raise ValueError(f"per_worker must be a positive number of devices or None (every "
+                             f"matching device), got {per_worker!r}")
         self.match = match
+        #: devices each worker drives (None: every one that matches)
+        self.per_worker = None if per_worker is None else int(per_worker)
         #: seconds, for sys.setswitchinterval in each worker process (None: left as it is).
         #: A task thread that returns from a device wait must take the GIL back from threads
         #: running Python (the worker's event loop, other tasks), which by default can take
@@ -49,8 +61,8 @@ class DevicePlugin(WorkerPlugin):
         spec = self.match
         if spec is None and not os.environ.get(devices.ENV, "").strip():
             spec = _gpus()
-        dev = devices.use_device(spec, slot)
-        worker.clradix_device = dev.describe()
+        devs = devices.use_devices(spec, slot, self.per_worker)
+        worker.clradix_device = "; ".join(d.describe() for d in devs)
         if self.switch_interval is not None:
             import sys
             sys.setswitchinterval(self.switch_interval)

@@ -10,8 +10,9 @@ The graph (built lazily; nothing is computed when it is made):
    (with its global positions, int64, for argsort) and cuts it at the splitters (found with two
    small reads of the sorted keys), giving one piece per output partition, left on the device
    (a DeviceChunk: :mod:`clradix.dask.chunk`);
-4. the output partitions are merged in groups, one group per worker of the active
-   ``distributed`` client (one group without one, or with one worker): contiguous ranges of
+4. the output partitions are merged in groups, one group per device of the active
+   ``distributed`` client's workers (a worker process may drive several:
+   :func:`devices.use_devices`), or of this process without one: contiguous ranges of
    partitions. With several groups, a ``piece`` task per (input chunk, group) picks the chunk's
    pieces of that group, and Dask's scheduler moves them once, from the worker that split the
    chunk to the one merging the group (as host bytes: a DeviceChunk pickles as its numpy array);
@@ -77,12 +78,13 @@ def to_device(x):
 
 
 def _upload(chunk):
-    if isinstance(chunk, DeviceChunk):
-        _ = chunk.array   # uploaded here when it came from another process
-        return chunk
     from . import devices
-    dev = devices.current()
-    return DeviceChunk(dev.copies.to_device(dev.queue, chunk))
+    held = isinstance(chunk, DeviceChunk)
+    with devices.lease(chunk.device if held else None) as dev:
+        if held:
+            _ = chunk.array   # uploaded here when it came from another process
+            return chunk
+        return DeviceChunk(dev.copies.to_device(dev.queue, chunk))
 
 
 def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_device):
@@ -115,7 +117,7 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
     sample_pos = np.clip(sample_pos, 0, n - 1)
 
     keep = bool(on_device) and eng.name == "clradix"
-    groups = min(_worker_count(), parts)
+    groups = min(_group_count(), parts)
     bounds = [g * parts // groups for g in range(groups + 1)]
     token = tokenize(x, parts, oversample, seed, eng.name, positions, keep, groups)
     smp, spl = f"clradix-sample-{token}", f"clradix-splitters-{token}"
@@ -151,10 +153,12 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
 def _take(chunk, where):
     if isinstance(chunk, DeviceChunk) and chunk.on_device:   # a few keys, not the chunk
         import pyopencl.array as cl_array
-        d = chunk.array
-        q = chunk.queue
-        return cl_array.take(d.with_queue(q), cl_array.to_device(q, where.astype(np.int64)),
-                             queue=q).get(q)
+        from . import devices
+        with devices.bind(chunk.device):   # read where the chunk is
+            d = chunk.array
+            q = chunk.queue
+            return cl_array.take(d.with_queue(q), cl_array.to_device(q, where.astype(np.int64)),
+                                 queue=q).get(q)
     return as_host(chunk)[where]
 
 
@@ -169,10 +173,11 @@ def _splitters(samples, sample_pos, parts):
 def _split(eng, chunk, splitters, start, parts, positions):
     """The chunk sorted and cut into ``parts`` pieces: sorted keys, or (keys, global positions)
     (the device engine's stay on the device, as DeviceChunks)."""
-    keys, pos = eng.sort_chunk(chunk, start, positions)
-    m = len(keys)
-    skeys, spos = splitters
-    lo, hi = eng.search(keys, skeys)
+    with eng.task(chunk):
+        keys, pos = eng.sort_chunk(chunk, start, positions)
+        m = len(keys)
+        skeys, spos = splitters
+        lo, hi = eng.search(keys, skeys)
     # the share of the run equal to a splitter's key that comes before the splitter's position
     share = np.floor((hi - lo) * ((spos - start) / max(m, 1))).astype(np.int64)
     cut = np.where(spos < start, lo, np.where(spos >= start + m, hi, lo + share))
@@ -183,18 +188,39 @@ def _split(eng, chunk, splitters, start, parts, positions):
 def _merge(eng, split_pieces, a, b, positions, out_dtype, keep=False):
     """Output partitions ``a .. b - 1`` of a group, each its pieces (one from every chunk's
     list in ``split_pieces``, in chunk order) merged by a stable sort: their list."""
-    return eng.merge_group([[p[j] for p in split_pieces] for j in range(a, b)], positions,
-                           out_dtype, keep)
+    group = [[p[j] for p in split_pieces] for j in range(a, b)]
+    with eng.task(group):
+        return eng.merge_group(group, positions, out_dtype, keep)
 
 
-def _worker_count() -> int:
-    """The workers of the active distributed client (1 without one)."""
+def _group_count() -> int:
+    """The merge groups: one per device of the distributed client's workers when a client
+    computes (the devices each worker process drives; one for a worker that has picked none
+    yet), else one per device of this process (a local scheduler)."""
+    from . import devices
+    client = _scheduling_client()
+    if client is None:
+        return max(1, len(devices._devices))
+    try:
+        return max(1, sum(client.run(_process_device_count).values()))
+    except Exception:   # a client without live workers: one group is always correct
+        return 1
+
+
+def _scheduling_client():
+    """The distributed client that computes graphs made now (None: a local scheduler does,
+    even while a client exists)."""
     try:
         from distributed import default_client
         client = default_client()
     except (ImportError, ValueError):
-        return 1
-    try:
-        return max(1, len(client.scheduler_info()["workers"]))
-    except Exception:   # a client without a live scheduler: one group is always correct
-        return 1
+        return None
+    import dask.base
+    scheduler = dask.base.get_scheduler()
+    return client if getattr(scheduler, "__self__", None) is client else None
+
+
+def _process_device_count() -> int:
+    """The devices this process drives (one before it picks any: its first task picks one)."""
+    from . import devices
+    return max(1, len(devices._devices))

@@ -92,10 +92,11 @@ def _select(eng, vals, pos, k, largest, ranked):
 def _chunk(a, eng, k, largest, block_info=None):
     """A chunk's candidates, with global positions (as 2-D rows)."""
     offset = int(block_info[0]["array-location"][-1][0])
-    if isinstance(a, DeviceChunk):   # selected where it is when the device engine selects
-        a = a.array if eng.name == "clradix" and k < a.shape[-1] else a.get()
-    a2 = a.reshape(1, -1) if a.ndim == 1 else a
-    return _select(eng, a2, offset, k, largest, ranked=False)
+    with eng.task(a):   # on the device that holds a DeviceChunk
+        if isinstance(a, DeviceChunk):   # selected where it is when the device engine selects
+            a = a.array if eng.name == "clradix" and k < a.shape[-1] else a.get()
+        a2 = a.reshape(1, -1) if a.ndim == 1 else a
+        return _select(eng, a2, offset, k, largest, ranked=False)
 
 
 def _identity(parts, axis=None, keepdims=None):
@@ -116,7 +117,8 @@ def _merge(parts, eng, k, largest, ranked, axis=None, keepdims=None):
     parts = _flatten(parts)
     vals = np.concatenate([v for v, _ in parts], axis=-1)
     pos = np.concatenate([np.ascontiguousarray(p) for _, p in parts], axis=-1)
-    return _select(eng, vals, pos, k, largest, ranked)
+    with eng.task():
+        return _select(eng, vals, pos, k, largest, ranked)
 
 
 def _final(parts, eng, k, largest, ndim, axis=None, keepdims=None):
