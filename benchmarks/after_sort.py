@@ -29,7 +29,11 @@ printed. numpy runs up to 2^``--numpy-max`` (24: its calls take seconds beyond),
 3 repeats; results are checked against numpy up to 2^``--check-max`` and against the first CUDA
 peer above it (unchecked without one, and said so). ``--search-levels 0,11``: searchsorted
 also as ``clradix[levels=N]``, with N levels of splitters in local memory (0: none), beside the
-library's own choice, on non-CPU devices. ``--quick``: 2^12 and 2^16, 2 repeats (runs
+library's own choice, on non-CPU devices. ``--runs-variants blocked:16,local:8,blocked:1``:
+run_lengths, unique_counts and unique_inverse also as ``clradix[runs=LOAD:IPT]``, runs_write
+loading each round's keys that way (clradix.drivers.runs: LOAD and IPT, on CPUs CPU_LOAD,
+CPU_IPT and CPU_PERM_IPT; "local"'s IPT shrinks where its round would take more than half the
+device's local memory), each checked like the others. ``--quick``: 2^12 and 2^16, 2 repeats (runs
 on PoCL: ``--device pocl``).
 """
 
@@ -39,7 +43,7 @@ import pyopencl.array as cl_array
 
 import clradix
 from clradix.dispatch.records import Permute, family
-from clradix.drivers import search
+from clradix.drivers import runs, search
 
 from . import common, timing
 
@@ -58,6 +62,11 @@ def add_arguments(ap):
                     help="searchsorted once per value here, comma-separated: the levels of "
                          "splitters each work-group keeps in local memory (0: none; default: "
                          "the library's choice only), as clradix[levels=N]; non-CPU devices")
+    ap.add_argument("--runs-variants", default="",
+                    help="run_lengths, unique_counts and unique_inverse once per value here, "
+                         "comma-separated LOAD:IPT (blocked or local, 1 to 32): how runs_write "
+                         "loads each round's keys and how many a work-item takes (default: the "
+                         "library's choice only), as clradix[runs=LOAD:IPT]")
     ap.add_argument("--check-max", type=int, default=24,
                     help="results are checked against numpy up to 2^this (24), above against "
                          "the first CUDA peer")
@@ -115,14 +124,50 @@ def same(got, want):
 
 # ------------------------------------------------------------------ clradix
 
-def clradix_calls(op, q, data, search_levels=()):
+def runs_variants(text):
+    """[(load, ipt)] of ``--runs-variants`` (comma-separated LOAD:IPT)."""
+    out = []
+    for item in (v for v in text.split(",") if v):
+        load, _, ipt = item.partition(":")
+        if load not in runs.LOADS or not ipt.isdigit() or not 1 <= int(ipt) <= 32:
+            raise SystemExit(f"--runs-variants: {item!r} is not LOAD:IPT (LOAD one of "
+                             f"{', '.join(runs.LOADS)}, IPT 1 to 32)")
+        out.append((load, int(ipt)))
+    return out
+
+
+def with_runs_variant(variant, call):
+    """``call`` with runs_write's (load, ipt) ``variant`` on every device kind, the module's
+    choice restored after it."""
+    load, ipt = variant
+    knobs = {"LOAD": load, "IPT": ipt, "CPU_LOAD": load, "CPU_IPT": ipt, "CPU_PERM_IPT": ipt}
+
+    def varied():
+        saved = [getattr(runs, k) for k in knobs]
+        for k, v in knobs.items():
+            setattr(runs, k, v)
+        try:
+            return call()
+        finally:
+            for k, v in zip(knobs, saved):
+                setattr(runs, k, v)
+    return varied
+
+
+def clradix_calls(op, q, data, search_levels=(), run_variants=()):
     """[(implementation, prep or None, call)]: call() returns (event, outputs).
-    ``search_levels``: searchsorted also with each of these splitter levels."""
+    ``search_levels``: searchsorted also with each of these splitter levels; ``run_variants``:
+    the runs' operations also with each of these (load, ipt) of runs_write."""
     d = [cl_array.to_device(q, x) for x in data]
 
     def last(res):
         res = res if isinstance(res, tuple) else (res,)
         return res[-1].events[-1], res
+
+    def with_variants(call):
+        return [("clradix", None, call)] + [
+            (f"clradix[runs={load}:{ipt}]", None, with_runs_variant((load, ipt), call))
+            for load, ipt in run_variants]
     if op == "searchsorted":
         default = search.LOCAL_LEVELS
 
@@ -137,11 +182,11 @@ def clradix_calls(op, q, data, search_levels=()):
         return [("clradix", None, searching(default))] + [
             (f"clradix[levels={lv}]", None, searching(lv)) for lv in search_levels], d
     if op == "unique_counts":
-        return [("clradix", None, lambda: last(tuple(clradix.unique_counts(d[0]))))], d
+        return with_variants(lambda: last(tuple(clradix.unique_counts(d[0])))), d
     if op == "unique_inverse":
-        return [("clradix", None, lambda: last(clradix.unique(d[0], return_inverse=True)))], d
+        return with_variants(lambda: last(clradix.unique(d[0], return_inverse=True))), d
     if op == "run_lengths":
-        return [("clradix", None, lambda: last(tuple(clradix.run_lengths(d[0]))))], d
+        return with_variants(lambda: last(tuple(clradix.run_lengths(d[0])))), d
     if op == "lexsort":
         return [("clradix", None, lambda: last(clradix.lexsort(d)))], d
     sorter = clradix.sorter_for(q.context)
@@ -271,6 +316,7 @@ def main(args):
                 f"{p.device_fields()['driver']}")
     rng = np.random.default_rng(41)
     levels = [int(v) for v in args.search_levels.split(",") if v]
+    variants = runs_variants(args.runs_variants)
     ops = [o for o in args.ops.split(",") if o]
     for op in ops:
         if op not in OPS:
@@ -311,7 +357,7 @@ def main(args):
             if want is None and peer_results:
                 checked_by, want = next(iter(peer_results.items()))
             with out.guard(f"clradix {op} 2^{e}"):
-                calls, _ = clradix_calls(op, q, data, levels)
+                calls, _ = clradix_calls(op, q, data, levels, variants)
                 for impl, prep, call in calls:
                     t = timing.time_opencl(q, call, args.repeat, prep=prep)
                     got = to_host(t.out)

@@ -234,7 +234,7 @@ class Run:
         if self.echo:
             times = "".join(f" {k} {row[k]:9.3f} ms" for k in ("device_ms", "wall_ms")
                             if row[k] is not None)
-            self.log(f"{where['device'][:24]:24s} {impl[:20]:20s} {case[:40]:40s} "
+            self.log(f"{where['device'][:24]:24s} {impl[:24]:24s} {case[:40]:40s} "
                      f"{row['dtype']:8s} {report.size_label(n):>8s}{times} "
                      f"{'ok' if row['ok'] else 'FAILED'}  {extra.get('note', '')}")
         self.save()

@@ -70,51 +70,54 @@ static inline uint is_special(${key_t} x)
 
 ## Exclusive scan of one value per work-item across a work-group of `wg` items, through `scratch`
 ## (wg elements of local memory). Returns the exclusive prefix and stores the total in *total.
+## With `with_max`, beside it and with the same barriers, the exclusive running largest of a
+## second value w (0 before work-item 0: for unsigned types) into *before_max and the largest of
+## all into *all_max; `scratch` then needs 2 * wg elements.
 ## Every work-item must call it; it ends with a barrier, so `scratch` may be reused at once.
-<%def name="wg_scan_fn(name, t, wg)">
+<%def name="wg_scan_fn(name, t, wg, with_max=False)">
+% if with_max:
+static inline ${t} ${name}(${t} v, ${t} w, __local ${t}* scratch, uint lid, ${t}* total,
+${' ' * (len(name) + len(t) + 16)}${t}* before_max, ${t}* all_max)
+% else:
 static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
+% endif
 {
 % if wg == 1:
     /* one work-item: no barrier (Intel's CPU compiler builds this scan's barriers inside
        runs_write's loop into a kernel that writes outside its buffers) */
     *total = v;
+% if with_max:
+    *before_max = 0;
+    *all_max = w;
+% endif
     return 0;
 % else:
     scratch[lid] = v;
+% if with_max:
+    __local ${t}* const high = scratch + ${wg};   /* the running largest of w */
+    high[lid] = w;
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint off = 1; off < ${wg}; off <<= 1) {
         ${t} other = lid >= off ? scratch[lid - off] : (${t})0;
+% if with_max:
+        const ${t} other_max = lid >= off ? high[lid - off] : (${t})0;
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
         scratch[lid] += other;
+% if with_max:
+        high[lid] = max(high[lid], other_max);
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     ${t} inclusive = scratch[lid];
     *total = scratch[${wg} - 1];
+% if with_max:
+    *before_max = lid ? high[lid - 1] : (${t})0;
+    *all_max = high[${wg} - 1];
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
     return inclusive - v;
-% endif
-}
-</%def>
-
-## The largest of one value per work-item across a work-group of `wg` items (a power of two),
-## through `scratch` (wg elements of local memory), returned to every work-item. Every work-item
-## must call it; it ends with a barrier, so `scratch` may be reused at once.
-<%def name="wg_max_fn(name, t, wg)">
-static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid)
-{
-% if wg == 1:
-    return v;
-% else:
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint span = ${wg} / 2; span > 0; span >>= 1) {
-        if (lid < span)
-            scratch[lid] = max(scratch[lid], scratch[lid + span]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const ${t} top = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return top;
 % endif
 }
 </%def>

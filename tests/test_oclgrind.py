@@ -614,6 +614,33 @@ def _order_key(a):
     return key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
 
 
+@pytest.mark.parametrize("load", ["blocked", "local"])
+def test_runs_write_loads(g_without_uninitialized, rng, monkeypatch, load):
+    """runs_write's two loads of a round's keys (from global memory; through a tile in local
+    memory), 4 positions a work-item in groups of 16: unique's index, inverse and counts with
+    NaN each distinct, over several blocks of several rounds and a partial last round, and
+    run_lengths with 64-bit positions (index_t ulong) of runs longer than a block. (Results
+    from memory pools: the uninitialised-value checker is off, as above.)"""
+    from clradix.drivers import elementwise, runs
+    monkeypatch.setattr(elementwise, "WG", 16)
+    monkeypatch.setattr(runs, "CPU_WG", None)
+    monkeypatch.setattr(runs, "PER_ITEM", 4)
+    monkeypatch.setattr(runs, "LOAD", load)
+    monkeypatch.setattr(runs, "IPT", 4)   # rounds of 64 positions, blocks of 2 rounds here
+    g = g_without_uninitialized
+    x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 301)]
+    got = [a.get() for a in clradix.unique(g.to_device(x), True, True, True, equal_nan=False)]
+    for a, b in zip(got, np.unique(x, True, True, True, equal_nan=False)):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
+    lengths = rng.choice([1, 2, 3, 150], 12)
+    s = np.repeat(np.arange(12, dtype=np.uint16), lengths)
+    r = clradix.run_lengths(g.to_device(s))
+    np.testing.assert_array_equal(r.values.get(), np.arange(12))
+    np.testing.assert_array_equal(r.lengths.get(), lengths)
+    np.testing.assert_array_equal(r.starts.get(), np.cumsum(lengths) - lengths)
+
+
 def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     """searchsorted (through a sorter; among splitters in local memory), unique (the runs'
     count and write over several blocks, with the inverse scatter and the lengths),
@@ -623,6 +650,7 @@ def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     from clradix.drivers import elementwise, runs
     monkeypatch.setattr(elementwise, "WG", 16)
     monkeypatch.setattr(runs, "PER_ITEM", 1)
+    monkeypatch.setattr(runs, "IPT", 1)   # rounds of one position a work-item: many blocks
     monkeypatch.setattr(runs, "CPU_WG", None)   # groups whose work-items scan together
     g = g_without_uninitialized
     x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 150)]

@@ -209,34 +209,86 @@ def test_property_matches_numpy(queue):
     check()
 
 
-@pytest.mark.parametrize("wg", [1, 32])
-def test_work_group_sizes(queue, rng, monkeypatch, wg):
+# runs_write's designs (runs.cl.mako's load and ipt) with groups of wg work-items (1: a CPU's
+# one work-item walking its block), and "wide": 64-bit positions and counts (index_t ulong)
+WRITE_VARIANTS = [(1, "blocked", 24, False), (1, "local", 5, False), (32, "blocked", 1, False),
+                  (16, "blocked", 3, False), (32, "blocked", 16, False), (16, "blocked", 32, True),
+                  (16, "local", 1, False), (32, "local", 8, True), (16, "local", 32, False)]
+
+
+@pytest.mark.parametrize("wg, load, ipt, wide", WRITE_VARIANTS,
+                         ids=[f"wg{w}-{lo}{i}{'-wide' if x else ''}"
+                              for w, lo, i, x in WRITE_VARIANTS])
+def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, load, ipt, wide):
     """The runs' kernels with one work-item per group (CPUs' default) and with groups whose
-    work-items scan together (other devices'), over several blocks."""
+    work-items scan together (other devices'), each way of loading a round's keys with one and
+    several positions a work-item, over several blocks: sizes at the rounds' and blocks' edges,
+    NaN (each distinct or not), the permutation's index and inverse, runs longer than a block
+    and than many rounds, all equal, all distinct; results in poisoned buffers."""
+    from clradix.core import sizes
     from clradix.drivers import elementwise, runs
     monkeypatch.setattr(runs, "CPU_WG", wg if wg == 1 else None)
     monkeypatch.setattr(elementwise, "WG", wg if wg > 1 else elementwise.WG)
-    monkeypatch.setattr(runs, "PER_ITEM", 2)
-    x = keys_of(rng, np.float32, 5000, "few")
+    monkeypatch.setattr(runs, "PER_ITEM", 2)   # blocks of few rounds: many blocks
+    for knob, value in (("LOAD", load), ("IPT", ipt), ("CPU_LOAD", load), ("CPU_IPT", ipt),
+                        ("CPU_PERM_IPT", ipt)):
+        monkeypatch.setattr(runs, knob, value)
+    if wide:
+        monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
+    what = f"wg {wg}, {load}:{ipt}{' wide' if wide else ''}"
+    alloc = poisoning_allocator
+    round_ = wg * ipt
+    x = keys_of(rng, np.float32, 7 * round_ + 5, "few")
     x[::13] = np.nan
     for equal_nan in (True, False):
         got = clradix.unique(cl_array.to_device(queue, x), True, True, True,
-                             equal_nan=equal_nan)
-        check_unique(x, [g.get() for g in got], equal_nan, f"wg {wg}")
+                             equal_nan=equal_nan, allocator=alloc)
+        check_unique(x, [g.get() for g in got], equal_nan, what)
+    # sizes at a round's edges (one round, one block; and over several blocks), keys of runs
+    # of 1 to 3
+    for n in (round_ - 1, round_, round_ + 1, 5 * round_ - 1, 9 * round_ + 1):
+        s = np.repeat(rng.permutation(n).astype(np.uint32), rng.integers(1, 4, n))[:n]
+        for g, w in zip(clradix.run_lengths(cl_array.to_device(queue, s), allocator=alloc),
+                        ref_runs(s)):
+            np.testing.assert_array_equal(g.get(), w, err_msg=f"{what}, n {n}")
     # runs longer than a block (blocks of no run start, whose successors take the last start of
-    # an earlier block) beside runs of one key, every function of the family
-    lengths = rng.choice([1, 1, 2, 3, 150, 700], 60)
+    # an earlier block) and than many rounds beside runs of one key, every function of the
+    # family
+    lengths = rng.choice([1, 1, 2, 3, round_ + 1, 7 * round_], 60)
     s = np.repeat(np.arange(lengths.size, dtype=np.uint16), lengths)
     d = cl_array.to_device(queue, s)
-    for g, w in zip(clradix.run_lengths(d), ref_runs(s)):
-        np.testing.assert_array_equal(g.get(), w, err_msg=f"wg {wg}")
+    for g, w in zip(clradix.run_lengths(d, allocator=alloc), ref_runs(s)):
+        np.testing.assert_array_equal(g.get(), w, err_msg=what)
     np.testing.assert_array_equal(clradix.unique_counts(d).counts.get(), lengths)
     np.testing.assert_array_equal(clradix.unique_values(d).get(), np.arange(lengths.size))
-    got = clradix.unique_all(d[::-1])
+    got = clradix.unique_all(d[::-1], allocator=alloc)
     check_unique(s[::-1], [g.get() for g in (got.values, got.indices, got.inverse_indices,
-                                             got.counts)], what=f"wg {wg}, all")
+                                             got.counts)], what=f"{what}, all")
     got = clradix.unique_inverse(d)
     np.testing.assert_array_equal(got.inverse_indices.get(), np.repeat(np.arange(60), lengths))
+    for dist in ("equal", "distinct"):
+        s = np.sort(keys_of(rng, np.int64, 3 * round_ + 2, dist))
+        for g, w in zip(clradix.run_lengths(cl_array.to_device(queue, s), allocator=alloc),
+                        ref_runs(s)):
+            np.testing.assert_array_equal(g.get(), w, err_msg=f"{what}, {dist}")
+
+
+def test_write_variant_knobs(queue, monkeypatch):
+    """A knob out of range is refused, naming the knobs; "local" shrinks its rounds to half the
+    device's local memory."""
+    from clradix.drivers import runs
+    monkeypatch.setattr(runs, "CPU_LOAD", "striped")
+    with pytest.raises(ValueError, match="load 'striped'"):
+        clradix.run_lengths(cl_array.to_device(queue, np.arange(5, dtype=np.uint32)))
+    half = int(queue.device.local_mem_size) // 2
+    monkeypatch.setattr(runs, "LOAD", "local")
+    monkeypatch.setattr(runs, "IPT", 32)
+    load, ipt = runs.write_variant(queue.device, False, 8, 256)
+    assert load == "local" and 256 * ipt * 8 <= half and (ipt == 32 or 512 * ipt * 8 > half)
+    monkeypatch.setattr(runs, "CPU_LOAD", "blocked")
+    assert runs.write_variant(queue.device, True, 4, 1, perm=True) == ("blocked",
+                                                                        runs.CPU_PERM_IPT)
+    assert runs.write_variant(queue.device, True, 4, 1) == ("blocked", runs.CPU_IPT)
 
 
 def test_two_launches_over_the_runs(queue, rng, monkeypatch):
