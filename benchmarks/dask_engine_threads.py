@@ -27,6 +27,10 @@ def main(argv=None):
     ap.add_argument("--chunk-log2", type=int, default=25)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", default="4,1")
+    ap.add_argument("--devices", type=int, default=1,
+                    help="devices the process drives (clradix.dask.devices.use_devices): "
+                         "splits spread over them, one merge group each (1)")
+    ap.add_argument("--pools", default="1,0", help="device memory pool on (1) and off (0)")
     args = ap.parse_args(argv)
 
     import clradix.dask  # noqa: F401  (the package, for its modules below)
@@ -40,25 +44,34 @@ def main(argv=None):
     sample = np.sort(x[::max(1, n // 4096)])
     splitters = (sample[np.arange(1, parts) * sample.size // parts],
                  np.arange(1, parts) * (n // parts))
-    for pool in ("1", "0"):
+    for pool in args.pools.split(","):
         os.environ["CLRADIX_DASK_DEVICE_POOL"] = pool
         devices._forget()
-        dev = devices.use_device(args.device)
+        devs = devices.use_devices(args.device, count=args.devices)
         eng = engines.DeviceEngine()
+        groups = len(devs)
+        bounds = [g * parts // groups for g in range(groups + 1)]
         for threads in (int(t) for t in args.threads.split(",")):
             ex = cf.ThreadPoolExecutor(threads)
             for resident in (True, False):
-                src = ([DeviceChunk(dev.copies.to_device(dev.queue, ch)) for ch in chunks]
-                       if resident else chunks)
+                src = ([DeviceChunk(devs[i % groups].copies.to_device(devs[i % groups].queue, ch))
+                        for i, ch in enumerate(chunks)] if resident else chunks)
+                spans = []
 
-                def split(i, src=src):
-                    return crs._split(eng, src[i], splitters, i * c, parts, False)
+                def split(i, src=src, spans=spans):
+                    t = time.perf_counter()
+                    got = crs._split(eng, src[i], splitters, i * c, parts, False)
+                    spans.append(time.perf_counter() - t)
+                    return got
 
-                def merge(split_lists, resident=resident):
-                    return crs._merge(eng, split_lists, 0, parts, False, x.dtype, resident)
+                def merge(split_lists, resident=resident, ex=ex):
+                    futs = [ex.submit(crs._merge, eng, split_lists, bounds[g], bounds[g + 1],
+                                      False, x.dtype, resident) for g in range(groups)]
+                    return [p for f in futs for p in f.result()]
                 best = None
                 for rep in range(args.repeat):
                     engines.task_times(True)
+                    spans.clear()
                     t0 = time.perf_counter()
                     lists = list(ex.map(split, range(parts)))
                     t1 = time.perf_counter()
@@ -73,9 +86,12 @@ def main(argv=None):
                             return 1
                     del lists, outs
                 phases = {k: round(v, 3) for k, v in engines.task_times().items()}
-                print(f"pool={pool} threads={threads} resident={resident}: split "
-                      f"{best[0] * 1e3:.1f} ms, merge {best[1] * 1e3:.1f}, total "
-                      f"{best[2] * 1e3:.1f}; phases of the last run {phases}", flush=True)
+                sp = np.array(spans) * 1e3
+                print(f"devices={groups} pool={pool} threads={threads} resident={resident}: "
+                      f"split {best[0] * 1e3:.1f} ms, merge {best[1] * 1e3:.1f}, total "
+                      f"{best[2] * 1e3:.1f}; phases of the last run {phases}; its split calls "
+                      f"{sp.sum():.0f} ms summed (min {sp.min():.1f}, median "
+                      f"{np.median(sp):.1f}, max {sp.max():.1f})", flush=True)
             ex.shutdown()
     return 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import threading
 import time
 
@@ -35,7 +36,8 @@ def task_times(reset: bool = False) -> dict:
     """Seconds this process's chunk operations spent per phase (and ``calls``) since the last
     reset: ``upload`` (host to device), ``device`` (clradix's kernels), ``search`` (the sample
     sort's cut search: two small reads, the first also waiting for the split's sort),
-    ``download``, ``host`` (numpy work: the numpy engine, and the device engine's host-side
+    ``download``, ``exchange`` (pieces from another device of this process, through host
+    memory), ``host`` (numpy work: the numpy engine, and the device engine's host-side
     steps)."""
     with _times_lock:
         out = dict(_times)
@@ -342,12 +344,28 @@ def _gather(dev, q, dst, parts):
                     isz = dst.dtype.itemsize
                     cl.enqueue_copy(q, dst.base_data, src.base_data, byte_count=m * isz,
                                     src_offset=src.offset, dst_offset=dst.offset + at * isz)
+        elif isinstance(p, DeviceChunk) and p.device is not None:   # another device's
+            with _phase("exchange"):
+                host = p.get()   # into pinned memory of the device that holds it
+                q.finish()
+                if EXCHANGE == "direct":
+                    if m:
+                        cl.enqueue_copy(q, dst.base_data, host, is_blocking=True,
+                                        dst_offset=dst.offset + at * dst.dtype.itemsize)
+                else:
+                    dev.copies.write(dst, at, host)
         else:
             with _phase("upload"):
                 q.finish()
                 dev.copies.write(dst, at, as_host(p))
         at += m
     q.finish()
+
+
+#: how a piece from another device of this process reaches this one, after its download into
+#: that device's pinned memory: "staged" (through this device's staging buffers, as any host
+#: array) or "direct" (one copy from that pinned memory)
+EXCHANGE = os.environ.get("CLRADIX_DASK_EXCHANGE", "staged")
 
 
 class NumpyEngine:
