@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import threading
 import time
 
@@ -346,14 +345,12 @@ def _gather(dev, q, dst, parts):
                                     src_offset=src.offset, dst_offset=dst.offset + at * isz)
         elif isinstance(p, DeviceChunk) and p.device is not None:   # another device's
             with _phase("exchange"):
-                host = p.get()   # into pinned memory of the device that holds it
-                q.finish()
-                if EXCHANGE == "direct":
-                    if m:
-                        cl.enqueue_copy(q, dst.base_data, host, is_blocking=True,
-                                        dst_offset=dst.offset + at * dst.dtype.itemsize)
-                else:
-                    dev.copies.write(dst, at, host)
+                # down into the pinned memory of the device that holds it, then one copy up
+                # from there (no memcpy into this device's staging buffers)
+                host = p.get()
+                if m:
+                    cl.enqueue_copy(q, dst.base_data, host, is_blocking=True,
+                                    dst_offset=dst.offset + at * dst.dtype.itemsize)
         else:
             with _phase("upload"):
                 q.finish()
@@ -361,11 +358,6 @@ def _gather(dev, q, dst, parts):
         at += m
     q.finish()
 
-
-#: how a piece from another device of this process reaches this one, after its download into
-#: that device's pinned memory: "staged" (through this device's staging buffers, as any host
-#: array) or "direct" (one copy from that pinned memory)
-EXCHANGE = os.environ.get("CLRADIX_DASK_EXCHANGE", "staged")
 
 
 class NumpyEngine:
