@@ -31,6 +31,12 @@ def main(argv=None):
                     help="devices the process drives (clradix.dask.devices.use_devices): "
                          "splits spread over them, one merge group each (1)")
     ap.add_argument("--pools", default="1,0", help="device memory pool on (1) and off (0)")
+    ap.add_argument("--sample", action="store_true",
+                    help="sample the task threads' Python stacks every millisecond during the "
+                         "splits and print where they were most often (the innermost frame "
+                         "in clradix or pyopencl, and the line of clradix that called it)")
+    ap.add_argument("--resident", default="1,0",
+                    help="keys already on the device (1) and from host memory (0)")
     args = ap.parse_args(argv)
 
     import clradix.dask  # noqa: F401  (the package, for its modules below)
@@ -53,7 +59,7 @@ def main(argv=None):
         bounds = [g * parts // groups for g in range(groups + 1)]
         for threads in (int(t) for t in args.threads.split(",")):
             ex = cf.ThreadPoolExecutor(threads)
-            for resident in (True, False):
+            for resident in (r == "1" for r in args.resident.split(",")):
                 src = ([DeviceChunk(devs[i % groups].copies.to_device(devs[i % groups].queue, ch))
                         for i, ch in enumerate(chunks)] if resident else chunks)
                 spans = []
@@ -73,8 +79,11 @@ def main(argv=None):
                     engines.task_times(True)
                     spans.clear()
                     t0 = time.perf_counter()
+                    sampler = _Sampler(ex) if args.sample else None
                     lists = list(ex.map(split, range(parts)))
                     t1 = time.perf_counter()
+                    if sampler:
+                        sampler.stop()
                     outs = merge(lists)
                     t2 = time.perf_counter()
                     if best is None or t2 - t0 < best[2]:
@@ -86,6 +95,8 @@ def main(argv=None):
                             return 1
                     del lists, outs
                 phases = {k: round(v, 3) for k, v in engines.task_times().items()}
+                if sampler:
+                    sampler.report()
                 sp = np.array(spans) * 1e3
                 print(f"devices={groups} pool={pool} threads={threads} resident={resident}: "
                       f"split {best[0] * 1e3:.1f} ms, merge {best[1] * 1e3:.1f}, total "
@@ -94,6 +105,52 @@ def main(argv=None):
                       f"{np.median(sp):.1f}, max {sp.max():.1f})", flush=True)
             ex.shutdown()
     return 0
+
+
+class _Sampler:
+    """Counts, every millisecond, where each thread of the executor is: its innermost frame in
+    clradix or pyopencl, and the nearest clradix line above it."""
+
+    def __init__(self, ex):
+        import collections
+        import threading
+        self.counts = collections.Counter()
+        self.ticks = 0
+        self._stop = threading.Event()
+        self._ids = None
+        self._ex = ex
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        import threading
+        while not self._stop.wait(0.001):
+            self.ticks += 1
+            ids = {t.ident for t in getattr(self._ex, "_threads", ())}
+            for tid, frame in sys._current_frames().items():
+                if tid not in ids or tid == threading.get_ident():
+                    continue
+                inner, ours = None, None
+                f = frame
+                while f is not None:
+                    fn = f.f_code.co_filename
+                    here = f"{os.path.basename(fn)}:{f.f_lineno} {f.f_code.co_name}"
+                    if inner is None and ("pyopencl" in fn or "clradix" in fn):
+                        inner = here
+                    if ours is None and "clradix" in fn:
+                        ours = here
+                    f = f.f_back
+                self.counts[(inner, ours)] += 1
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def report(self):
+        total = sum(self.counts.values()) or 1
+        print(f"  samples: {self.ticks} ticks, {total} thread samples", flush=True)
+        for (inner, ours), c in self.counts.most_common(12):
+            print(f"  {100 * c / total:5.1f}%  {inner}  <- {ours}", flush=True)
 
 
 if __name__ == "__main__":
