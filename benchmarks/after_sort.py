@@ -29,11 +29,10 @@ printed. numpy runs up to 2^``--numpy-max`` (24: its calls take seconds beyond),
 3 repeats; results are checked against numpy up to 2^``--check-max`` and against the first CUDA
 peer above it (unchecked without one, and said so). ``--search-levels 0,11``: searchsorted
 also as ``clradix[levels=N]``, with N levels of splitters in local memory (0: none), beside the
-library's own choice, on non-CPU devices. ``--runs-variants blocked:16,local:8,blocked:1``:
-run_lengths, unique_counts and unique_inverse also as ``clradix[runs=LOAD:IPT]``, runs_write
-loading each round's keys that way (clradix.drivers.runs: LOAD and IPT, on CPUs CPU_LOAD,
-CPU_IPT and CPU_PERM_IPT; "local"'s IPT shrinks where its round would take more than half the
-device's local memory), each checked like the others. ``--quick``: 2^12 and 2^16, 2 repeats (runs
+library's own choice, on non-CPU devices. ``--runs-ipt 1,16``: run_lengths, unique_counts and
+unique_inverse also as ``clradix[runs_ipt=N]``, runs_write taking N positions a work-item a
+round (clradix.drivers.runs: IPT, on CPUs CPU_IPT and CPU_PERM_IPT), each checked like the
+others. ``--quick``: 2^12 and 2^16, 2 repeats (runs
 on PoCL: ``--device pocl``).
 """
 
@@ -62,11 +61,11 @@ def add_arguments(ap):
                     help="searchsorted once per value here, comma-separated: the levels of "
                          "splitters each work-group keeps in local memory (0: none; default: "
                          "the library's choice only), as clradix[levels=N]; non-CPU devices")
-    ap.add_argument("--runs-variants", default="",
+    ap.add_argument("--runs-ipt", default="",
                     help="run_lengths, unique_counts and unique_inverse once per value here, "
-                         "comma-separated LOAD:IPT (blocked or local, 1 to 32): how runs_write "
-                         "loads each round's keys and how many a work-item takes (default: the "
-                         "library's choice only), as clradix[runs=LOAD:IPT]")
+                         "comma-separated, 1 to 32: the positions a work-item of runs_write "
+                         "takes a round (default: the library's choice only), as "
+                         "clradix[runs_ipt=N]")
     ap.add_argument("--check-max", type=int, default=24,
                     help="results are checked against numpy up to 2^this (24), above against "
                          "the first CUDA peer")
@@ -125,22 +124,19 @@ def same(got, want):
 # ------------------------------------------------------------------ clradix
 
 def runs_variants(text):
-    """[(load, ipt)] of ``--runs-variants`` (comma-separated LOAD:IPT)."""
+    """[ipt] of ``--runs-ipt`` (comma-separated, 1 to 32)."""
     out = []
-    for item in (v for v in text.split(",") if v):
-        load, _, ipt = item.partition(":")
-        if load not in runs.LOADS or not ipt.isdigit() or not 1 <= int(ipt) <= 32:
-            raise SystemExit(f"--runs-variants: {item!r} is not LOAD:IPT (LOAD one of "
-                             f"{', '.join(runs.LOADS)}, IPT 1 to 32)")
-        out.append((load, int(ipt)))
+    for item in (v.strip() for v in text.split(",") if v.strip()):
+        if not item.isdigit() or not 1 <= int(item) <= 32:
+            raise SystemExit(f"--runs-ipt: {item!r} is not a count of positions from 1 to 32")
+        out.append(int(item))
     return out
 
 
-def with_runs_variant(variant, call):
-    """``call`` with runs_write's (load, ipt) ``variant`` on every device kind, the module's
-    choice restored after it."""
-    load, ipt = variant
-    knobs = {"LOAD": load, "IPT": ipt, "CPU_LOAD": load, "CPU_IPT": ipt, "CPU_PERM_IPT": ipt}
+def with_runs_variant(ipt, call):
+    """``call`` with runs_write taking ``ipt`` positions a work-item on every device kind, the
+    module's choice restored after it."""
+    knobs = {"IPT": ipt, "CPU_IPT": ipt, "CPU_PERM_IPT": ipt}
 
     def varied():
         saved = [getattr(runs, k) for k in knobs]
@@ -166,8 +162,8 @@ def clradix_calls(op, q, data, search_levels=(), run_variants=()):
 
     def with_variants(call):
         return [("clradix", None, call)] + [
-            (f"clradix[runs={load}:{ipt}]", None, with_runs_variant((load, ipt), call))
-            for load, ipt in run_variants]
+            (f"clradix[runs_ipt={ipt}]", None, with_runs_variant(ipt, call))
+            for ipt in run_variants]
     if op == "searchsorted":
         default = search.LOCAL_LEVELS
 
@@ -316,7 +312,7 @@ def main(args):
                 f"{p.device_fields()['driver']}")
     rng = np.random.default_rng(41)
     levels = [int(v) for v in args.search_levels.split(",") if v]
-    variants = runs_variants(args.runs_variants)
+    variants = runs_variants(args.runs_ipt)
     ops = [o for o in args.ops.split(",") if o]
     for op in ops:
         if op not in OPS:

@@ -26,13 +26,10 @@
    Parameters: the key codec's (key_kind, key_bits, key_t, key_inf_bits), index_t (uint when
    every position and count fits 32 bits, else ulong), out_t (the starts', index', inverse's
    and lengths' unsigned type of their width), perm_t (None, or the permutation's unsigned
-   type), starts and lengths (whether runs_write writes them), wg (work-items per group), ipt
-   (consecutive positions a work-item takes a round, 1 to 32: the bits of the mark's word) and
-   load (how runs_write loads a round's keys: "blocked", each work-item its IPT keys straight
-   from global memory; "local", the round's keys read coalesced into local memory, ROUND + 1
-   keys of it (the host keeps that within the device's), then each work-item's from there). */
+   type), starts and lengths (whether runs_write writes them), wg (work-items per group) and ipt
+   (consecutive positions a work-item takes a round, 1 to 32: the bits of the mark's word). */
 <% assert index_t in ("uint", "ulong") and out_t in ("uint", "ulong") and wg & (wg - 1) == 0 %>
-<% assert 1 <= ipt <= 32 and load in ("blocked", "local") %>
+<% assert 1 <= ipt <= 32 %>
 #define KEY_T ${key_t}
 #define INDEX_T ${index_t}
 #define OUT_T ${out_t}
@@ -51,15 +48,6 @@
 % else:
 #define STARTS_IN(first) ((INDEX_T)popcount(first))
 #define LAST_BIT(first) (31u - clz(first))
-% endif
-% if load == "local":
-/* TILE_AT(s): where the local tile keeps its slot s (slot 0: the key before the round, slot
-   x + 1: the round's key x), one place of padding after every TILE_PAD slots (32 keys of up to
-   4 bytes, 16 of 8 bytes: 32 banks of 4 bytes), so that the work-items of a warp reading slots
-   lid * IPT + j fall into different banks (unpadded, a stride of IPT = 16 4-byte keys puts 16
-   work-items on each of two banks) */
-#define TILE_PAD ${16 if key_bits == 64 else 32}
-#define TILE_AT(x) ((x) + (x) / TILE_PAD)
 % endif
 ${common.step_define()}
 ${common.order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
@@ -98,7 +86,6 @@ static inline INDEX_T block_origin(__global const INDEX_T* table, uint blocks, u
     return total;
 }
 
-% if load == "blocked":
 /* load: k[j] = keys[i0 + j] and *a = the key before i0 (k[0] when i0 is 0), straight from
    global memory, positions from end on read as end - 1 (the mark phase drops them). A warp's
    j-th load touches 32 keys IPT apart; its IPT loads together IPT x 32 consecutive keys (cache
@@ -113,39 +100,6 @@ STEP void load_round(__private KEY_T* k, KEY_T* a, __global const KEY_T* keys, I
     for (uint j = 0; j < IPT; ++j)
         k[j] = keys[i0 + j <= last ? i0 + j : last];
 }
-% else:
-/* load, local: the same k and *a as blocked's (each work-item's IPT consecutive keys and the
-   one before them; positions from end on: any key), through `tile` in two steps with a barrier
-   between: fill_tile reads the round's keys coalesced (work-item lid the positions base + lid
-   + j * WG, a warp's load 32 consecutive keys) into slots 1 .. live, and the key before the
-   round (key 0 for the first) into slot 0; take_keys reads each work-item's from the tile:
-   slots x0 .. x0 + IPT, clamped to the filled ones (every index in the tile, so that a load the
-   compiler hoists stays inside it). `live`: the round's positions below end. The tile is
-   written again only in the next round, after the number phase's barriers, which every
-   work-item passes after its reads. */
-STEP void fill_tile(__local KEY_T* tile, __global const KEY_T* keys, INDEX_T base, uint live,
-                    uint lid)
-{
-    #pragma unroll
-    for (uint j = 0; j < IPT; ++j) {
-        const uint x = lid + j * WG;
-        if (x < live)
-            tile[TILE_AT(x + 1)] = keys[base + x];
-    }
-    if (lid == 0)
-        tile[0] = keys[base ? base - 1 : 0];
-}
-
-STEP void take_keys(__private KEY_T* k, KEY_T* a, const __local KEY_T* tile, uint live,
-                    uint lid)
-{
-    const uint x0 = lid * IPT;
-    *a = tile[TILE_AT(x0 < live ? x0 : live)];
-    #pragma unroll
-    for (uint j = 0; j < IPT; ++j)
-        k[j] = tile[TILE_AT(x0 + j + 1 < live ? x0 + j + 1 : live)];
-}
-% endif
 
 /* mark: bit j of the result says that position i0 + j starts a run: i0 + j is below end, and
    is 0 or its key k[j] starts a run after the one before it (`a` before k[0]) */
@@ -208,9 +162,6 @@ void runs_write(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n, 
                 )
 {
     __local INDEX_T scratch[2 * WG];
-% if load == "local":
-    __local KEY_T tile[TILE_AT(ROUND) + 1];   /* the key before the round, then its keys */
-% endif
     keys += keys_off;
     const uint lid = get_local_id(0);
     const uint b = get_group_id(0);
@@ -224,16 +175,7 @@ void runs_write(__global const KEY_T* restrict keys, ulong keys_off, INDEX_T n, 
         /* this work-item's positions: i0 .. i0 + IPT - 1, those below end */
         const INDEX_T i0 = base + (INDEX_T)lid * IPT;
         KEY_T k[IPT], a;
-% if load == "blocked":
         load_round(k, &a, keys, base, end, lid);
-% else:
-        const uint live = end - base < ROUND ? (uint)(end - base) : ROUND;
-        fill_tile(tile, keys, base, live, lid);
-% if wg > 1:
-        barrier(CLK_LOCAL_MEM_FENCE);   /* (none for one work-item: see wg_scan_fn) */
-% endif
-        take_keys(k, &a, tile, live, lid);
-% endif
         const uint first = mark_starts(k, a, i0, end, nan_distinct);
 
         /* number: r = the run of the work-item's first start (the runs before the round and

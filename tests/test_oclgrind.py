@@ -614,10 +614,8 @@ def _order_key(a):
     return key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
 
 
-@pytest.mark.parametrize("load", ["blocked", "local"])
-def test_runs_write_loads(g_without_uninitialized, rng, monkeypatch, load):
-    """runs_write's two loads of a round's keys (from global memory; through a tile in local
-    memory), 4 positions a work-item in groups of 16: unique's index, inverse and counts with
+def test_runs_write_rounds(g_without_uninitialized, rng, monkeypatch):
+    """runs_write with 4 positions a work-item in groups of 16: unique's index, inverse and counts with
     NaN each distinct, over several blocks of several rounds and a partial last round, and
     run_lengths with 64-bit positions (index_t ulong) of runs longer than a block. (Results
     from memory pools: the uninitialised-value checker is off, as above.)"""
@@ -625,7 +623,6 @@ def test_runs_write_loads(g_without_uninitialized, rng, monkeypatch, load):
     monkeypatch.setattr(elementwise, "WG", 16)
     monkeypatch.setattr(runs, "CPU_WG", None)
     monkeypatch.setattr(runs, "PER_ITEM", 4)
-    monkeypatch.setattr(runs, "LOAD", load)
     monkeypatch.setattr(runs, "IPT", 4)   # rounds of 64 positions, blocks of 2 rounds here
     g = g_without_uninitialized
     x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 301)]

@@ -209,20 +209,20 @@ def test_property_matches_numpy(queue):
     check()
 
 
-# runs_write's designs (runs.cl.mako's load and ipt) with groups of wg work-items (1: a CPU's
-# one work-item walking its block), and "wide": 64-bit positions and counts (index_t ulong)
-WRITE_VARIANTS = [(1, "blocked", 24, False), (1, "local", 5, False), (32, "blocked", 1, False),
-                  (16, "blocked", 3, False), (32, "blocked", 16, False), (16, "blocked", 32, True),
-                  (16, "local", 1, False), (32, "local", 8, True), (16, "local", 32, False)]
+# runs_write's positions a work-item a round (runs.cl.mako's ipt) with groups of wg work-items
+# (1: a CPU's one work-item walking its block), and "wide": 64-bit positions and counts
+# (index_t ulong)
+WRITE_VARIANTS = [(1, 24, False), (1, 5, False), (32, 1, False), (16, 3, False), (32, 16, False),
+                  (16, 32, True), (16, 1, False), (32, 8, True)]
 
 
-@pytest.mark.parametrize("wg, load, ipt, wide", WRITE_VARIANTS,
-                         ids=[f"wg{w}-{lo}{i}{'-wide' if x else ''}"
-                              for w, lo, i, x in WRITE_VARIANTS])
-def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, load, ipt, wide):
+@pytest.mark.parametrize("wg, ipt, wide", WRITE_VARIANTS,
+                         ids=[f"wg{w}-ipt{i}{'-wide' if x else ''}"
+                              for w, i, x in WRITE_VARIANTS])
+def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, ipt, wide):
     """The runs' kernels with one work-item per group (CPUs' default) and with groups whose
-    work-items scan together (other devices'), each way of loading a round's keys with one and
-    several positions a work-item, over several blocks: sizes at the rounds' and blocks' edges,
+    work-items scan together (other devices'), with one and several positions a work-item, over
+    several blocks: sizes at the rounds' and blocks' edges,
     NaN (each distinct or not), the permutation's index and inverse, runs longer than a block
     and than many rounds, all equal, all distinct; results in poisoned buffers."""
     from clradix.core import sizes
@@ -230,12 +230,11 @@ def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, load, 
     monkeypatch.setattr(runs, "CPU_WG", wg if wg == 1 else None)
     monkeypatch.setattr(elementwise, "WG", wg if wg > 1 else elementwise.WG)
     monkeypatch.setattr(runs, "PER_ITEM", 2)   # blocks of few rounds: many blocks
-    for knob, value in (("LOAD", load), ("IPT", ipt), ("CPU_LOAD", load), ("CPU_IPT", ipt),
-                        ("CPU_PERM_IPT", ipt)):
+    for knob, value in (("IPT", ipt), ("CPU_IPT", ipt), ("CPU_PERM_IPT", ipt)):
         monkeypatch.setattr(runs, knob, value)
     if wide:
         monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
-    what = f"wg {wg}, {load}:{ipt}{' wide' if wide else ''}"
+    what = f"wg {wg}, ipt {ipt}{' wide' if wide else ''}"
     alloc = poisoning_allocator
     round_ = wg * ipt
     x = keys_of(rng, np.float32, 7 * round_ + 5, "few")
@@ -274,21 +273,16 @@ def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, load, 
 
 
 def test_write_variant_knobs(queue, monkeypatch):
-    """A knob out of range is refused, naming the knobs; "local" shrinks its rounds to half the
-    device's local memory."""
+    """A knob out of range is refused, naming the knobs; CPUs take their own."""
     from clradix.drivers import runs
-    monkeypatch.setattr(runs, "CPU_LOAD", "striped")
-    with pytest.raises(ValueError, match="load 'striped'"):
+    cpu = bool(queue.device.type & cl.device_type.CPU)
+    monkeypatch.setattr(runs, "CPU_IPT" if cpu else "IPT", 33)
+    with pytest.raises(ValueError, match="ipt 33: the positions a work-item takes a round"):
         clradix.run_lengths(cl_array.to_device(queue, np.arange(5, dtype=np.uint32)))
-    half = int(queue.device.local_mem_size) // 2
-    monkeypatch.setattr(runs, "LOAD", "local")
-    monkeypatch.setattr(runs, "IPT", 32)
-    load, ipt = runs.write_variant(queue.device, False, 8, 256)
-    assert load == "local" and 256 * ipt * 8 <= half and (ipt == 32 or 512 * ipt * 8 > half)
-    monkeypatch.setattr(runs, "CPU_LOAD", "blocked")
-    assert runs.write_variant(queue.device, True, 4, 1, perm=True) == ("blocked",
-                                                                        runs.CPU_PERM_IPT)
-    assert runs.write_variant(queue.device, True, 4, 1) == ("blocked", runs.CPU_IPT)
+    monkeypatch.setattr(runs, "CPU_IPT", 32)
+    monkeypatch.setattr(runs, "IPT", 8)
+    assert runs.write_ipt(True, perm=True) == runs.CPU_PERM_IPT
+    assert runs.write_ipt(True) == 32 and runs.write_ipt(False) == 8
 
 
 def test_two_launches_over_the_runs(queue, rng, monkeypatch):

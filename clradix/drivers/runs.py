@@ -21,39 +21,26 @@ PER_ITEM = 16
 #: the work-items of a barrier one after another, each scan step a pass over the group); None:
 #: as on other devices (elementwise.WG, or what the kernels run)
 CPU_WG = 1
-#: how runs_write loads a round's keys on devices other than CPUs (runs.cl.mako's `load`):
-#: "blocked" (each work-item its IPT consecutive keys from global memory) or "local" (the
-#: round's keys read coalesced into local memory, then each work-item's from there)
-LOAD = "blocked"
-#: consecutive positions a work-item of runs_write takes a round (1 to 32; one work-group scan
-#: a round of WG x IPT positions). With "local", fewer where the round's keys would take more
-#: than half the device's local memory. (LOAD and IPT: the design expected to do best on a GPU,
-#: not yet measured there; BENCHMARKS_NOTES.md)
-IPT = 16
-#: the same two on CPU devices with CPU_WG (one work-item a group: a round is IPT positions, no
+#: consecutive positions a work-item of runs_write takes a round on devices other than CPUs
+#: (1 to 32; one work-group scan a round of WG x IPT positions): 8 measured best of 1, 8, 16
+#: and 32 on an H200 (BENCHMARKS_NOTES.md)
+IPT = 8
+#: the same on CPU devices with CPU_WG (one work-item a group: a round is IPT positions, no
 #: barrier, the previous key carried from one position to the next), and the IPT of a write
 #: with a permutation there (its inverse's scattered writes: a short loop a position keeps
 #: more of them in flight); measured on PoCL 3.0, BENCHMARKS_NOTES.md
-CPU_LOAD = "blocked"
 CPU_IPT = 32
 CPU_PERM_IPT = 1
-#: the values of LOAD and CPU_LOAD
-LOADS = ("blocked", "local")
 
 
-def write_variant(device, cpu, key_bytes, wg, perm=False):
-    """(load, ipt) of runs_write on ``device`` (``cpu``: a CPU run at CPU_WG) for keys of
-    ``key_bytes`` bytes at ``wg`` work-items per group (at most: the kernels may run fewer),
-    with a permutation or not: the module's knobs, "local"'s rounds shrunk to half the
-    device's local memory."""
-    load, ipt = (CPU_LOAD, CPU_PERM_IPT if perm else CPU_IPT) if cpu else (LOAD, IPT)
-    if load not in LOADS or not 1 <= ipt <= 32:
-        raise ValueError(f"runs_write: load {load!r} and ipt {ipt}: load is one of "
-                         f"{', '.join(LOADS)}, ipt 1 to 32")
-    if load == "local":
-        while ipt > 1 and wg * ipt * key_bytes > int(device.local_mem_size) // 2:
-            ipt //= 2
-    return load, ipt
+def write_ipt(cpu, perm=False):
+    """runs_write's positions a work-item a round (``cpu``: a CPU run at CPU_WG), with a
+    permutation or not: the module's knobs."""
+    ipt = (CPU_PERM_IPT if perm else CPU_IPT) if cpu else IPT
+    if not 1 <= ipt <= 32:
+        raise ValueError(f"runs_write: ipt {ipt}: the positions a work-item takes a round are "
+                         f"1 to 32 (clradix.drivers.runs.IPT, CPU_IPT, CPU_PERM_IPT)")
+    return ipt
 
 
 class RunsCall(NamedTuple):
@@ -89,9 +76,8 @@ class Runs(KernelFamily):
                     starts=bool(starts), lengths=bool(lengths))
         device = queue.device
         cpu = bool(device.type & cl.device_type.CPU) and CPU_WG is not None
-        load, ipt = write_variant(device, cpu, codec.dtype.itemsize,
-                                  CPU_WG if cpu else group_size(device), perm_dtype is not None)
-        base.update(load=load, ipt=ipt)
+        ipt = write_ipt(cpu, perm_dtype is not None)
+        base.update(ipt=ipt)
         key = (device.int_ptr, tuple(sorted(base.items())), cpu and CPU_WG, group_size(device))
         wg = self._wg.get(key)
         if wg is None:
