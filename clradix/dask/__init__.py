@@ -9,6 +9,7 @@
     xd = crd.to_device(x).persist()          # chunks uploaded once, kept on the devices
     ddf.sort_values("a", sort_function=crd.sort_function)
     client.register_plugin(crd.DevicePlugin("NVIDIA"))   # one GPU per worker of a machine
+    client.register_plugin(crd.DevicePlugin("NVIDIA", per_worker=None))  # one worker, every GPU
 
 Modules: ``devices`` (each process's device, context, Sorter, Selector and per-thread queues),
 ``memory`` (host copies: pinned staging and results on a GPU, in place on a CPU device),
@@ -17,7 +18,7 @@ plugin), ``engines`` (what a task does to a chunk, on the device or in numpy), `
 ``sort`` (sample sort), ``dataframe`` (the ``sort_function``).
 """
 
-from .devices import NoDeviceError, WorkerDevice, current, use_device
+from .devices import NoDeviceError, WorkerDevice, current, use_device, use_devices
 from .chunk import DeviceChunk
 from .engines import task_times
 from .topk import argtopk, topk
@@ -25,7 +26,8 @@ from .sort import argsort, sort, to_device
 from .dataframe import sort_function
 
 __all__ = ["topk", "argtopk", "sort", "argsort", "sort_function", "DevicePlugin", "use_device",
-           "current", "WorkerDevice", "NoDeviceError", "task_times", "DeviceChunk", "to_device"]
+           "use_devices", "current", "WorkerDevice", "NoDeviceError", "task_times", "DeviceChunk",
+           "to_device"]
 
 
 def __getattr__(name):

@@ -8,7 +8,7 @@ workers run several task threads; each thread enqueues on its own queue, so thei
 kernels overlap and the per-queue memory pools are never shared between threads).
 
 A process usually has one device. With several (:func:`use_devices`: one worker process driving
-every GPU of its machine), each task runs on one of them: :func:`lease` binds the calling thread
+every GPU of its machine), each task runs on one of them: ``lease`` binds the calling thread
 to the device with the fewest tasks running (or the one holding the task's data, on a tie) for
 the task's duration, and :func:`current` is that device. A chunk left on one device and used by
 a task on another is copied through this process's pinned host memory (both links at their
@@ -212,7 +212,7 @@ def process_devices() -> List[WorkerDevice]:
 
 
 def current() -> WorkerDevice:
-    """The device of the task the calling thread runs (:func:`lease`), else this process's
+    """The device of the task the calling thread runs (``lease``), else this process's
     first device, picked on first use (see the module's documentation)."""
     dev = getattr(_bound, "device", None)
     if dev is not None:
