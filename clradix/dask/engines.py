@@ -173,23 +173,25 @@ class DeviceEngine:
             for side in ("left", "right"):
                 j = np.searchsorted(sample, sk, side)
                 bounds.append((np.where(j > 0, (j - 1) * g + 1, 0), np.where(j < s, j * g, m)))
+            # every window into one host array, mapped to order keys by one call: the windows'
+            # host work is a few numpy passes, not one set of passes a window (which, held
+            # under the GIL, stalled the other task threads' device waits)
             isz = keys.dtype.itemsize
-            wins = []
+            spans = [(int(a), int(b)) for lo, hi in bounds for a, b in zip(lo, hi)]
+            at = np.concatenate([[0], np.cumsum([b - a for a, b in spans])]).astype(np.int64)
+            buf = np.empty(int(at[-1]), keys.dtype)
             evt = None
-            for lo, hi in bounds:
-                for a, b in zip(lo, hi):
-                    w = np.empty(int(b - a), keys.dtype)
-                    if w.size:
-                        evt = cl.enqueue_copy(q, w, keys.base_data,
-                                             src_offset=keys.offset + int(a) * isz,
-                                             is_blocking=False)
-                    wins.append(w)
+            for (a, b), o in zip(spans, at[:-1]):
+                if b > a:
+                    evt = cl.enqueue_copy(q, buf[o:o + b - a], keys.base_data,
+                                         src_offset=keys.offset + a * isz, is_blocking=False)
             if evt is not None:
                 evt.wait()
+        okb = codec.order_key(buf)
         out = []
-        for side, (lo, _) in zip(("left", "right"), bounds):
-            part, wins = wins[:p], wins[p:]
-            out.append(np.array([lo[i] + np.searchsorted(codec.order_key(part[i]), sk[i], side)
+        for k, (side, (lo, _)) in enumerate(zip(("left", "right"), bounds)):
+            out.append(np.array([lo[i] + np.searchsorted(okb[at[k * p + i]:at[k * p + i + 1]],
+                                                         sk[i], side)
                                  for i in range(p)], dtype=np.int64))
         return out[0], out[1]
 
@@ -294,8 +296,9 @@ class DeviceEngine:
             return np.take_along_axis(a, pos, -1), pos
 
 
-#: the sample sort's search reads every g-th key of a sorted chunk, g = size / this
-_SEARCH_WINDOW = 4096
+#: the sample sort's search reads every g-th key of a sorted chunk, g = size / this, then a
+#: window of g keys around each splitter (for 2^25 keys: a sample of 2^15, windows of 1024)
+_SEARCH_WINDOW = 1 << 15
 
 
 def _positions(dev, q, start, n):
