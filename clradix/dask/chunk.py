@@ -64,8 +64,13 @@ class DeviceChunk:
         a = self._array
         if a is not None and a.context == dev.context:
             return a
+        pinned = self.device is not None   # from another device of this process
         host = self.get()
-        a = dev.copies.to_device(dev.queue, host)
+        if pinned:   # down into that device's pinned memory, then one copy up
+            a = dev.copies.empty(dev.queue, host.shape, host.dtype)
+            dev.copies.write_pinned(a, 0, host)
+        else:
+            a = dev.copies.to_device(dev.queue, host)
         self._array, self._host = a, None
         return a
 

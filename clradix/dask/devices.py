@@ -244,12 +244,10 @@ def lease(prefer: Optional[WorkerDevice] = None) -> Iterator[WorkerDevice]:
             dev = min(devs, key=lambda d: (_busy.get(id(d), 0),
                                            (devs.index(d) - _turn) % len(devs)))
         _busy[id(dev)] = _busy.get(id(dev), 0) + 1
-    before = getattr(_bound, "device", None)
-    _bound.device = dev
     try:
-        yield dev
+        with bind(dev):
+            yield dev
     finally:
-        _bound.device = before
         with _lock:
             _busy[id(dev)] -= 1
 

@@ -350,10 +350,7 @@ def _gather(dev, q, dst, parts):
             with _phase("exchange"):
                 # down into the pinned memory of the device that holds it, then one copy up
                 # from there (no memcpy into this device's staging buffers)
-                host = p.get()
-                if m:
-                    cl.enqueue_copy(q, dst.base_data, host, is_blocking=True,
-                                    dst_offset=dst.offset + at * dst.dtype.itemsize)
+                dev.copies.write_pinned(dst.with_queue(q), at, p.get())
         else:
             with _phase("upload"):
                 q.finish()

@@ -313,6 +313,14 @@ class HostCopies:
             return
         self.staging.write(dst.base_data, off, a)
 
+    def write_pinned(self, dst: Any, at: int, a: np.ndarray) -> None:
+        """Copy ``a``, whose memory is pinned (a result of another device's
+        :meth:`to_host`; pageable past its pool's limit, where the copy is slower), into the
+        device array ``dst`` from element ``at``: one copy, no staging (complete on return)."""
+        if a.nbytes:
+            cl.enqueue_copy(dst.queue, dst.base_data, np.ascontiguousarray(a), is_blocking=True,
+                            dst_offset=dst.offset + at * dst.dtype.itemsize)
+
     def result(self, queue: cl.CommandQueue, n: int, dtype):
         """``(numpy array, device array)`` for a result of ``n`` elements written on the device
         and read by :meth:`to_host`: on a CPU device the device array is the numpy array's own
