@@ -515,3 +515,40 @@ def test_several_devices_in_one_process(rng):
         assert engines._holder([[c], []]) is devs[2]
     finally:
         devices.use_device(DEVICE_INDEX)
+
+
+def test_merge_fetches_pieces_of_another_device(rng):
+    """A merge on one device of pieces that another device holds: each of their buffers comes
+    over once (one span), the pieces' keys and positions arrive intact, in chunk order beside
+    host pieces and pieces of the merging device."""
+    from clradix.dask import devices
+    engines = sys.modules["clradix.dask.engines"]
+    devs = devices.use_devices(DEVICE_INDEX, count=2)
+    try:
+        x = keys(rng, np.float32, 5000)
+        eng = engines.ENGINES["clradix"]
+        with devices.bind(devs[0]):
+            k0, p0 = eng.sort_chunk(x[:3000], 0, True)
+        with devices.bind(devs[1]):
+            k1, p1 = eng.sort_chunk(x[3000:4000], 3000, True)
+        tail = np.sort(x[4000:], kind="stable")
+        tail_pos = 4000 + np.argsort(x[4000:], kind="stable")
+        cuts0, cuts1, cuts2 = [0, 700, 1800, 3000], [0, 10, 990, 1000], [0, 400, 600, 1000]
+        partitions = [[eng.piece(k0, p0, cuts0[j], cuts0[j + 1]),
+                       eng.piece(k1, p1, cuts1[j], cuts1[j + 1]),
+                       (tail[cuts2[j]:cuts2[j + 1]], tail_pos[cuts2[j]:cuts2[j + 1]])]
+                      for j in range(3)]
+        engines.task_times(reset=True)
+        with devices.bind(devs[1]):
+            got = eng.merge_group(partitions, True, np.dtype(np.int64), False)
+        assert engines.task_times()["exchange"] > 0
+        h0, hp0 = k0.get(), p0.get()
+        h1, hp1 = k1.get(), p1.get()
+        for j, out in enumerate(got):
+            ks = np.concatenate([h0[cuts0[j]:cuts0[j + 1]], h1[cuts1[j]:cuts1[j + 1]],
+                                 tail[cuts2[j]:cuts2[j + 1]]])
+            ps = np.concatenate([hp0[cuts0[j]:cuts0[j + 1]], hp1[cuts1[j]:cuts1[j + 1]],
+                                 tail_pos[cuts2[j]:cuts2[j + 1]]])
+            np.testing.assert_array_equal(out, ps[np.argsort(ks, kind="stable")])
+    finally:
+        devices.use_device(DEVICE_INDEX)

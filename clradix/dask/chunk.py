@@ -49,6 +49,11 @@ class DeviceChunk:
         return self._array is not None
 
     @property
+    def held(self) -> Optional[cl_array.Array]:
+        """The device array as held, on the device that holds it (None on the host)."""
+        return self._array
+
+    @property
     def device(self):
         """The device of this process that holds the data (a :class:`WorkerDevice`; None when
         the data is on the host, or on a device this process let go)."""

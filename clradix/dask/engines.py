@@ -23,6 +23,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..core.keys import key_codec
+from ..dispatch.search import searchsorted as _searchsorted
 from . import devices
 from .chunk import DeviceChunk, as_host
 from .memory import aligned_empty
@@ -149,15 +150,28 @@ class DeviceEngine:
     def search(self, keys, skeys):
         """``(lo, hi)``: for each splitter key, the number of the sorted device ``keys`` that
         order before it, and before or equal to it (clradix's order: NaN last, -0.0 == +0.0).
-        Two small reads, each one wait: every g-th key (a gather), then the window of g keys
-        around each answer (contiguous reads). Commands already on the keys' queue (the sort)
-        finish first: the first wait is theirs too."""
-        codec = key_codec(keys.dtype)
+        Commands already on the keys' queue (the sort) finish first: the wait is theirs too."""
         m, p = keys.size, len(skeys)
         if p == 0 or m == 0:
             keys.finish()
             z = np.zeros(p, np.int64)
             return z, z.copy()
+        if _SEARCH == "windows":
+            return self._search_windows(keys, skeys)
+        q = keys.queue
+        with _phase("search"):
+            # both sides found by clradix.searchsorted's binary searches on the device, the
+            # answers read with one wait (2 p integers): no key crosses to the host
+            v = cl_array.to_device(q, np.ascontiguousarray(skeys, keys.dtype))
+            both = cl_array.empty(q, (2, p), np.int64)
+            _searchsorted(keys, v, "left", out=both[0], queue=q)
+            _searchsorted(keys, v, "right", out=both[1], queue=q)
+            res = both.get(q)
+        return res[0], res[1]
+
+    def _search_windows(self, keys, skeys):
+        codec = key_codec(keys.dtype)
+        m, p = keys.size, len(skeys)
         sk = codec.order_key(skeys)
         q = keys.queue
         with _phase("search"):
@@ -208,6 +222,8 @@ class DeviceEngine:
         positions) on a second queue while the later ones sort, or with ``keep`` left there as
         a DeviceChunk."""
         dev, q = _device()
+        if _EXCHANGE == "span":
+            partitions = _fetch_held_elsewhere(dev, q, partitions)
         done = [self._merge_enqueue(dev, q, pieces, positions, out_dtype, keep)
                 for pieces in partitions]
         if keep:
@@ -296,6 +312,8 @@ class DeviceEngine:
             return np.take_along_axis(a, pos, -1), pos
 
 
+_SEARCH = __import__("os").environ.get("CLRADIX_DASK_SEARCH", "device")
+
 #: the sample sort's search reads every g-th key of a sorted chunk, g = size / this, then a
 #: window of g keys around each splitter (for 2^25 keys: a sample of 2^15, windows of 1024)
 _SEARCH_WINDOW = 1 << 15
@@ -331,6 +349,61 @@ def _aligned_arange(start, n):
     out = aligned_empty(n, np.dtype(np.int64))
     out[:] = np.arange(start, start + n, dtype=np.int64)
     return out
+
+
+_EXCHANGE = __import__("os").environ.get("CLRADIX_DASK_EXCHANGE", "span")
+
+
+def _fetch_held_elsewhere(dev, q, partitions):
+    """``partitions`` with the pieces held by another device of this process brought to
+    ``dev``: one copy down (into that device's pinned memory) and one copy up per device buffer
+    they view, not a pair per piece (a group's pieces of one sorted chunk are consecutive
+    ranges of it, so a buffer's span is about all the bytes moved). Each span goes up on ``q``
+    while the next one comes down."""
+    spans: dict = {}   # id(buffer): [first byte, end byte, a piece viewing it, its device]
+    for c in _chunks_of(partitions):
+        if isinstance(c, DeviceChunk) and c.device is not None and c.device is not dev:
+            a = c.held
+            if a.nbytes:
+                span = spans.setdefault(id(a.base_data), [a.offset, a.offset, a, c.device])
+                span[0] = min(span[0], a.offset)
+                span[1] = max(span[1], a.offset + a.nbytes)
+    if not spans:
+        return partitions
+    moved: dict = {}   # id(buffer): (its first byte, the device array holding its span here)
+    kept = []   # the pinned host spans, alive until their copies up are done
+    with _phase("exchange"):
+        for key, (lo, hi, a, holder) in spans.items():
+            view = cl_array.Array(holder.queue, (hi - lo,), np.uint8, data=a.base_data,
+                                  offset=lo)
+            host = holder.copies.to_host(view)
+            dst = dev.copies.empty(q, (hi - lo,), np.uint8)
+            cl.enqueue_copy(q, dst.base_data, host, dst_offset=dst.offset, is_blocking=False)
+            kept.append(host)
+            moved[key] = (lo, dst)
+        q.finish()
+
+    def here(c):
+        if isinstance(c, tuple):
+            return tuple(here(x) for x in c)
+        a = c.held if isinstance(c, DeviceChunk) else None
+        if a is None or id(a.base_data) not in moved or c.device is dev:
+            return c
+        lo, dst = moved[id(a.base_data)]
+        return DeviceChunk(cl_array.Array(q, a.shape, a.dtype, data=dst.base_data,
+                                          offset=dst.offset + a.offset - lo))
+    return [[here(c) for c in pieces] for pieces in partitions]
+
+
+def _chunks_of(data):
+    """The chunks in ``data`` (nested lists and tuples)."""
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, (list, tuple)):
+            stack.extend(d)
+        else:
+            yield d
 
 
 def _gather(dev, q, dst, parts):
