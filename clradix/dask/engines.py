@@ -217,30 +217,39 @@ class DeviceEngine:
 
     def merge_group(self, partitions, positions: bool, out_dtype, keep: bool):
         """Output partitions, each given as its pieces (in chunk order; DeviceChunks, or numpy
-        arrays after crossing workers): each gathered on the device and sorted stably, all
-        enqueued first; then each downloaded (a numpy array of its keys, or of its global
-        positions) on a second queue while the later ones sort, or with ``keep`` left there as
-        a DeviceChunk."""
+        arrays after crossing workers): each gathered on the device and sorted stably, and
+        downloaded (a numpy array of its keys, or of its global positions) on a second queue
+        while the later ones gather and sort, or with ``keep`` left there as a DeviceChunk."""
         dev, q = _device()
         if _EXCHANGE == "span":
             partitions = _fetch_held_elsewhere(dev, q, partitions)
-        done = [self._merge_enqueue(dev, q, pieces, positions, out_dtype, keep)
-                for pieces in partitions]
+        q2 = dev.copy_queue
+        done, started = [], []
+        for pieces in partitions:
+            result, host, evt, keys = self._merge_enqueue(dev, q, pieces, positions, out_dtype,
+                                                          keep)
+            if keep:
+                done.append(result)
+                continue
+            # the download starts behind the partition's sort, on the second queue, and runs
+            # while the next partitions gather and sort (nothing here waits for the device)
+            with _phase("download"):
+                started.append((dev.copies.to_host_started(
+                    result.with_queue(q2), host, None if evt is None else [evt]), keys, result))
         if keep:
             with _phase("device"):
                 q.finish()
-            return [DeviceChunk(result) for result, _, _, _ in done]
-        q2 = dev.copy_queue
-        out = []
-        for result, host, evt, _ in done:
-            out.append(_to_host(dev, result.with_queue(q2), host,
-                                None if evt is None else [evt]))
-        return out
+            return [DeviceChunk(result) for result in done]
+        pending = [e for (_, e), _, _ in started if e is not None]
+        if pending:
+            with _phase("download"):
+                cl.wait_for_events(pending)
+        return [a for (a, _), _, _ in started]
 
     @staticmethod
     def _merge_enqueue(dev, q, pieces, positions, out_dtype, keep):
-        """One partition gathered and its sort enqueued: ``(result array, its host array or
-        None, the sort's event or None, the sorted keys)``."""
+        """One partition's gather and sort enqueued: ``(result array, its host array or None,
+        the event after which it is complete, the sorted keys)``."""
         full = [p for p in pieces if _length(p)]
         n = sum(_length(p) for p in full)
         key_parts = [p[0] if positions else p for p in full]
@@ -264,6 +273,8 @@ class DeviceEngine:
         with _phase("device"):
             if len(full) > 1:
                 evt = dev.sorter.sort(q, keys, values=result if positions else None)
+            else:   # the gather's copies (commands on q that no array records)
+                evt = cl.enqueue_marker(q)
         return result, host, evt, keys   # (keys: held by the caller until the sort is done)
 
     # ------------------------------------------------------------------ per-chunk calls
@@ -408,7 +419,8 @@ def _chunks_of(data):
 
 def _gather(dev, q, dst, parts):
     """Concatenate ``parts`` (device arrays of this context in DeviceChunks, or host arrays)
-    into the device array ``dst``, in order."""
+    into the device array ``dst``, in order: copies between device arrays are enqueued on
+    ``q`` (done in its order), the others complete before this returns."""
     at = 0
     for p in parts:
         m = len(p)
@@ -429,7 +441,6 @@ def _gather(dev, q, dst, parts):
                 q.finish()
                 dev.copies.write(dst, at, as_host(p))
         at += m
-    q.finish()
 
 
 

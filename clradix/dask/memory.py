@@ -340,6 +340,19 @@ class HostCopies:
         setattr(dev, "_clradix_host", host)   # the memory it uses, kept alive with it
         return dev
 
+    def to_host_started(self, d: Any, host: Optional[np.ndarray] = None, wait_for=None):
+        """:meth:`to_host` begun: ``(numpy array, event)``, the array holding the data once the
+        event is complete (an event of ``None``: at once). Into pinned memory the copy is only
+        enqueued, so the caller's later commands overlap it; the other routes complete first."""
+        if host is None and not self.in_place and d.nbytes:
+            out = self.pinned.empty(d.size, d.dtype)
+            if out is not None:
+                events = list(wait_for or []) + list(d.events)
+                evt = cl.enqueue_copy(d.queue, out, d.base_data, src_offset=d.offset,
+                                      wait_for=events or None, is_blocking=False)
+                return out.reshape(d.shape), evt
+        return self.to_host(d, host, wait_for), None
+
     def to_host(self, d: Any, host: Optional[np.ndarray] = None, wait_for=None) -> np.ndarray:
         """The device array ``d`` as a numpy array (``host``: the array :meth:`result` paired
         with it)."""
