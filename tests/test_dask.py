@@ -542,6 +542,16 @@ def test_merge_fetches_pieces_of_another_device(rng):
         with devices.bind(devs[1]):
             got = eng.merge_group(partitions, True, np.dtype(np.int64), False)
         assert engines.task_times()["exchange"] > 0
+        # the same pieces sent ahead for group 1 (devs[1]): devs[0]'s come down as host views
+        # of one span per buffer, the merge takes each span up once
+        sent = eng.send([p[0] for p in partitions], 1)
+        assert all(isinstance(k, np.ndarray) and isinstance(v, np.ndarray) for k, v in sent)
+        assert eng.send([p[1] for p in partitions], 1)[0][0].held is not None   # devs[1]'s
+        with devices.bind(devs[1]):
+            again = eng.merge_group([[s] + p[1:] for s, p in zip(sent, partitions)], True,
+                                    np.dtype(np.int64), False)
+        for a, b in zip(got, again):
+            np.testing.assert_array_equal(a, b)
         h0, hp0 = k0.get(), p0.get()
         h1, hp1 = k1.get(), p1.get()
         for j, out in enumerate(got):

@@ -209,6 +209,32 @@ class DeviceEngine:
                                  for i in range(p)], dtype=np.int64))
         return out[0], out[1]
 
+    def send(self, pieces, group: int):
+        """A sorted chunk's pieces for merge group ``group``, made ready for the device that
+        merges it (this process's device ``group`` modulo their number, which the merge
+        then leases as the holder of most of its pieces): pieces held by another device of
+        this process come down now, one copy per buffer into that device's pinned memory, and
+        become numpy views of it. This runs while the splits upload, when the links' other
+        direction is idle; the merge then makes one copy up per span."""
+        devs = devices.process_devices()
+        if len(devs) < 2 or _EXCHANGE != "span":
+            return pieces
+        spans = _spans_held_by_others(_chunks_of(pieces), devs[group % len(devs)])
+        if not spans:
+            return pieces
+        with _phase("exchange"):
+            down = dict(_download_spans(spans))
+
+        def host(c):
+            if isinstance(c, tuple):
+                return tuple(host(x) for x in c)
+            a = c.held if isinstance(c, DeviceChunk) else None
+            if a is None or id(a.base_data) not in down:
+                return c
+            lo, span = down[id(a.base_data)]
+            return span[a.offset - lo:a.offset - lo + a.nbytes].view(a.dtype)
+        return [host(c) for c in pieces]
+
     def piece(self, keys, pos, a: int, b: int):
         """Elements ``[a, b)`` of a sorted chunk, left on the device."""
         if pos is None:
@@ -221,8 +247,9 @@ class DeviceEngine:
         downloaded (a numpy array of its keys, or of its global positions) on a second queue
         while the later ones gather and sort, or with ``keep`` left there as a DeviceChunk."""
         dev, q = _device()
+        kept: list = []
         if _EXCHANGE == "span":
-            partitions = _fetch_held_elsewhere(dev, q, partitions)
+            partitions, kept = _fetch_held_elsewhere(dev, q, partitions)
         q2 = dev.copy_queue
         done, started = [], []
         for pieces in partitions:
@@ -236,9 +263,10 @@ class DeviceEngine:
             with _phase("download"):
                 started.append((dev.copies.to_host_started(
                     result.with_queue(q2), host, None if evt is None else [evt]), keys, result))
-        if keep:
+        if keep or kept:
             with _phase("device"):
                 q.finish()
+        if keep:
             return [DeviceChunk(result) for result in done]
         pending = [e for (_, e), _, _ in started if e is not None]
         if pending:
@@ -365,45 +393,89 @@ def _aligned_arange(start, n):
 _EXCHANGE = __import__("os").environ.get("CLRADIX_DASK_EXCHANGE", "span")
 
 
-def _fetch_held_elsewhere(dev, q, partitions):
-    """``partitions`` with the pieces held by another device of this process brought to
-    ``dev``: one copy down (into that device's pinned memory) and one copy up per device buffer
-    they view, not a pair per piece (a group's pieces of one sorted chunk are consecutive
-    ranges of it, so a buffer's span is about all the bytes moved). Each span goes up on ``q``
-    while the next one comes down."""
-    spans: dict = {}   # id(buffer): [first byte, end byte, a piece viewing it, its device]
-    for c in _chunks_of(partitions):
+def _spans_held_by_others(chunks, dev):
+    """``{id(buffer): [first byte, end byte, a device array viewing it, its device]}`` for the
+    DeviceChunks among ``chunks`` held by a device of this process other than ``dev``: a
+    group's pieces of one sorted chunk are consecutive ranges of one buffer, so a buffer's span
+    is about all the bytes that must move."""
+    spans: dict = {}
+    for c in chunks:
         if isinstance(c, DeviceChunk) and c.device is not None and c.device is not dev:
             a = c.held
             if a.nbytes:
                 span = spans.setdefault(id(a.base_data), [a.offset, a.offset, a, c.device])
                 span[0] = min(span[0], a.offset)
                 span[1] = max(span[1], a.offset + a.nbytes)
-    if not spans:
-        return partitions
-    moved: dict = {}   # id(buffer): (its first byte, the device array holding its span here)
-    kept = []   # the pinned host spans, alive until their copies up are done
+    return spans
+
+
+def _host_spans(chunks):
+    """``{id(base): base}`` for the host arrays among ``chunks`` that view a common
+    C-contiguous host array (the spans :meth:`DeviceEngine.send` brought down) and cover at
+    least half of it: each such base goes up in one copy."""
+    bases: dict = {}
+    for c in chunks:
+        if isinstance(c, np.ndarray) and c.nbytes and isinstance(c.base, np.ndarray) \
+                and c.base.flags.c_contiguous:
+            entry = bases.setdefault(id(c.base), [c.base, 0])
+            entry[1] += c.nbytes
+    return {k: base for k, (base, covered) in bases.items() if 2 * covered >= base.nbytes}
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def _fetch_held_elsewhere(dev, q, partitions):
+    """``(partitions, kept)``: ``partitions`` with the pieces held by another device of this
+    process, and the host pieces that view one span brought down by :meth:`DeviceEngine.send`,
+    brought to ``dev`` as views of device arrays: one copy down (into the holder's pinned
+    memory) and one copy up per buffer, or one copy up per host span, all enqueued on ``q``;
+    ``kept`` holds the host memory those copies read, which the caller keeps until ``q``'s
+    commands are done."""
+    chunks = list(_chunks_of(partitions))
+    spans = _spans_held_by_others(chunks, dev)
+    bases = _host_spans(chunks)
+    if not spans and not bases:
+        return partitions, []
+    moved: dict = {}   # id(device buffer or host base): (its first byte, the array here)
+    kept = []
     with _phase("exchange"):
-        for key, (lo, hi, a, holder) in spans.items():
-            view = cl_array.Array(holder.queue, (hi - lo,), np.uint8, data=a.base_data,
-                                  offset=lo)
-            host = holder.copies.to_host(view)
-            dst = dev.copies.empty(q, (hi - lo,), np.uint8)
+        for key, host in bases.items():
+            dst = dev.copies.empty(q, (host.nbytes,), np.uint8)
+            cl.enqueue_copy(q, dst.base_data, host, dst_offset=dst.offset, is_blocking=False)
+            kept.append(host)
+            moved[key] = (_address(host), dst)
+        for key, (lo, host) in _download_spans(spans):   # each up while the next comes down
+            dst = dev.copies.empty(q, (host.nbytes,), np.uint8)
             cl.enqueue_copy(q, dst.base_data, host, dst_offset=dst.offset, is_blocking=False)
             kept.append(host)
             moved[key] = (lo, dst)
-        q.finish()
 
     def here(c):
         if isinstance(c, tuple):
             return tuple(here(x) for x in c)
-        a = c.held if isinstance(c, DeviceChunk) else None
-        if a is None or id(a.base_data) not in moved or c.device is dev:
-            return c
-        lo, dst = moved[id(a.base_data)]
-        return DeviceChunk(cl_array.Array(q, a.shape, a.dtype, data=dst.base_data,
-                                          offset=dst.offset + a.offset - lo))
-    return [[here(c) for c in pieces] for pieces in partitions]
+        if isinstance(c, np.ndarray):
+            if not c.nbytes or id(c.base) not in moved:
+                return c
+            lo, at = _address(c), moved[id(c.base)]
+        else:
+            a = c.held if isinstance(c, DeviceChunk) else None
+            if a is None or c.device is dev or id(a.base_data) not in moved:
+                return c
+            lo, at = a.offset, moved[id(a.base_data)]
+        first, dst = at
+        return DeviceChunk(cl_array.Array(q, c.shape, c.dtype, data=dst.base_data,
+                                          offset=dst.offset + lo - first))
+    return [[here(c) for c in pieces] for pieces in partitions], kept
+
+
+def _download_spans(spans):
+    """Each span of ``_spans_held_by_others`` copied down into its holder's pinned memory:
+    ``{id(buffer): (first byte, uint8 numpy array)}``, yielded one by one."""
+    for key, (lo, hi, a, holder) in spans.items():
+        view = cl_array.Array(holder.queue, (hi - lo,), np.uint8, data=a.base_data, offset=lo)
+        yield key, (lo, holder.copies.to_host(view))
 
 
 def _chunks_of(data):
@@ -470,6 +542,10 @@ class NumpyEngine:
 
     def piece(self, keys, pos, a, b):
         return keys[a:b] if pos is None else (keys[a:b], pos[a:b])
+
+    def send(self, pieces, group):
+        """(the device engine's; pieces stay as they are)"""
+        return pieces
 
     def merge_group(self, partitions, positions, out_dtype, keep):
         """(``keep`` is the device engine's; here results are always numpy arrays)"""
