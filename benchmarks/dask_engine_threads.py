@@ -67,16 +67,12 @@ def main(argv=None):
                 def split(i, src=src, spans=spans):
                     t = time.perf_counter()
                     got = crs._split(eng, src[i], splitters, i * c, parts, False)
-                    # each group's pieces, sent ahead as the graph's piece tasks do
-                    got = [crs._send(eng, got, bounds[g], bounds[g + 1], g)
-                           for g in range(groups)]
                     spans.append(time.perf_counter() - t)
                     return got
 
                 def merge(split_lists, resident=resident, ex=ex):
-                    futs = [ex.submit(crs._merge, eng, [s[g] for s in split_lists], 0,
-                                      bounds[g + 1] - bounds[g], False, x.dtype, resident)
-                            for g in range(groups)]
+                    futs = [ex.submit(crs._merge, eng, split_lists, bounds[g], bounds[g + 1],
+                                      False, x.dtype, resident) for g in range(groups)]
                     return [p for f in futs for p in f.result()]
                 best = None
                 for rep in range(args.repeat):

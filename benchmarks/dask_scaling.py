@@ -378,16 +378,20 @@ def run_baseline(out, args, data, cases):
             out.record(common.host_fields(), "numpy (default kind)", f"{case} one device",
                        host.dtype, n, t, note="wall time; not checked (the reference is numpy's)")
     with out.guard("host copies"):
-        _bus(out, where, dev, host, args.repeat)
+        from clradix.dask import devices
+        mates = devices.matching(args.device[0]) if args.device else [dev]
+        _bus(out, where, dev, host, args.repeat, mates)
     clr.selector.free_memory()
 
 
-def _bus(out, where, dev, host, repeat):
+def _bus(out, where, dev, host, repeat, mates=()):
     """The host <-> device copies of the keys, each way: from pageable numpy memory, from a
     mapped CL_MEM_ALLOC_HOST_PTR (pinned) buffer, and clradix.dask's own path (a worker's
-    HostCopies: staged uploads, results in pinned pool arrays; on a CPU device, in place).
-    Each row's note gives GB/s; the bus limit of a host-to-host sort is one pinned upload plus
-    one pinned download of the keys."""
+    HostCopies: staged uploads, results in pinned pool arrays; on a CPU device, in place); with
+    several matching devices (``mates``), clradix.dask's path to all of them at once, one thread
+    each (every device gets the keys: the rate is their bytes in all over the wall time). Each
+    row's note gives GB/s; the bus limit of a host-to-host sort is one pinned upload plus one
+    pinned download of the keys."""
     import pyopencl as cl
     from clradix.dask.memory import HostCopies
     ctx = cl.Context([dev])
@@ -418,6 +422,27 @@ def _bus(out, where, dev, host, repeat):
         out.record(common.host_fields() if name.startswith("fresh") else where, "host copies",
                    name, host.dtype, host.size, t, gbps=round(rates[name], 2),
                    note=f"{rates[name]:.1f} GB/s")
+    if len(mates) > 1:
+        import concurrent.futures as cf
+        each = []
+        for m in mates:
+            c = cl.Context([m])
+            mq = cl.CommandQueue(c)
+            each.append((HostCopies(c, m), cl_array.empty(mq, host.shape, host.dtype)))
+        ex = cf.ThreadPoolExecutor(len(each))
+
+        def all_at_once(fn):
+            return lambda: [f.result() for f in [ex.submit(fn, hc, a) for hc, a in each]]
+        for name, fn in ((f"clradix.dask up, {len(each)} devices at once",
+                          lambda hc, a: hc.write(a, 0, host)),
+                         (f"clradix.dask down, {len(each)} devices at once",
+                          lambda hc, a: hc.to_host(a))):
+            t = timing.time_host(all_at_once(fn), max(repeat, 2))
+            t.out = None
+            rate = len(each) * nb / (t.median_wall_ms * 1e6)
+            out.record(where, "host copies", name, host.dtype, host.size, t,
+                       gbps=round(rate, 2), devices=len(each), note=f"{rate:.1f} GB/s in all")
+        ex.shutdown()
     limit_ms = nb / rates["pinned up"] / 1e6 + nb / rates["pinned down"] / 1e6
     out.log(f"bus limit of a host-to-host sort of these keys: {limit_ms:.1f} ms (one pinned "
             f"upload and one pinned download; add the device sort)")
@@ -520,14 +545,16 @@ def _model(out):
     """The model of N workers with a GPU each, from this run's parts, beside each clradix.dask
     sort and argsort it timed:
 
-        T(N) = (B_in / U + B_out / D + t_split + t_merge) / N + X(N)
+        T(N) = B_in / U(N) + B_out / D(N) + (t_split + t_merge) / N + X(N)
         X(N) = S(N) / N * (1 / r + 1 / D + 1 / U),   S(N) = (N - 1) / N * B_piece
 
     (N devices; with one worker process driving them all the pieces change devices through
     its pinned memory, without Dask: X(N) = S(N) / N * (1 / D + 1 / U))
 
     B_in, B_out: the bytes of the keys in and of the result out (keys, or int64 positions);
-    U, D: clradix.dask's own upload and download rates ("host copies" rows); t_split,
+    U, D: clradix.dask's own upload and download rates ("host copies" rows), U(N), D(N) the
+    same to N devices at once, in all (N U and N D where that row was not measured: the host
+    then is assumed not to bind); t_split,
     t_merge: one device call on all the keys each (the one-call rows: each key is sorted once
     in its split and once in its merge); S(N): the bytes of the pieces that cross workers
     (keys, and int64 positions for argsort), which a DeviceChunk pickles to host bytes
@@ -558,7 +585,9 @@ def _model(out):
         ndev = r.get("devices") or workers
         out_w = 8 if op == "argsort" else w
         piece_w = w + (8 if op == "argsort" else 0)
-        copies = 0.0 if r.get("resident") else n * w / up + n * out_w / down
+        up_n = rate.get((f"clradix.dask up, {ndev} devices at once", n), ndev * up)
+        down_n = rate.get((f"clradix.dask down, {ndev} devices at once", n), ndev * down)
+        copies = 0.0 if r.get("resident") else n * w / up_n + n * out_w / down_n
         sent = sum((r.get("shuffle_bytes_sent") or {}).values())
         recv = sent / r["transfer_s"] if r.get("transfer_s") else None
         cross = (ndev - 1) / ndev * n * piece_w
@@ -567,8 +596,8 @@ def _model(out):
             exch = cross / ndev * (1 / (recv / workers) + 1 / down + 1 / up)
         elif workers == 1 and ndev > 1:   # between devices of one process: down, then up
             exch = cross / ndev * (1 / down + 1 / up)
-        pred = (copies + 2 * dev) / ndev + exch
+        pred = copies + 2 * dev / ndev + exch
         out.log(f"model {r['case']} n={r['n']}: {pred * 1e3:.0f} ms predicted (copies "
-                f"{copies / workers * 1e3:.0f}, device {2 * dev / workers * 1e3:.0f}, exchange "
+                f"{copies * 1e3:.0f}, device {2 * dev / ndev * 1e3:.0f}, exchange "
                 f"{exch * 1e3:.0f}{f' at {recv / 1e9:.2f} GB/s' if recv else ''}), "
                 f"{r['wall_ms']:.0f} ms measured; the rest is Dask's ({r.get('tasks')} tasks)")

@@ -211,10 +211,8 @@ def test_every_key_dtype(rng, dtype):
 
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
 def test_local_schedulers(rng, monkeypatch, scheduler):
-    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread). The
-    split's cut search reads every 4th key, then windows of 4 (as every g-th of a large chunk);
-    the partitions merge in one group (no piece tasks) or in three."""
-    monkeypatch.setattr(clradix.dask.engines, "_SEARCH_WINDOW", 4 if scheduler == "threads" else 64)
+    """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread); the
+    partitions merge in one group (no piece tasks) or in three."""
     # merge groups (one per device of the client's workers): one, or three with piece tasks
     monkeypatch.setattr(sys.modules["clradix.dask.sort"], "_group_count",
                         lambda: 3 if scheduler == "threads" else 1)
@@ -386,8 +384,7 @@ def test_staged_copies(rng, monkeypatch, dtype):
     over copy threads, results in pinned arrays leased from the pool (and returned to it when
     dropped), fresh arrays past the pool's limit; chunks kept on the device (on_device,
     to_device) and handed back as numpy arrays."""
-    from clradix.dask import devices, engines, memory
-    monkeypatch.setattr(engines, "_SEARCH_WINDOW", 16)
+    from clradix.dask import devices, memory
     monkeypatch.setattr(memory, "SLICE_BYTES", 1024)
     monkeypatch.setattr(memory, "_SPLIT_MIN", 2048)
     dev = devices.use_device(DEVICE_INDEX)
@@ -542,16 +539,6 @@ def test_merge_fetches_pieces_of_another_device(rng):
         with devices.bind(devs[1]):
             got = eng.merge_group(partitions, True, np.dtype(np.int64), False)
         assert engines.task_times()["exchange"] > 0
-        # the same pieces sent ahead for group 1 (devs[1]): devs[0]'s come down as host views
-        # of one span per buffer, the merge takes each span up once
-        sent = eng.send([p[0] for p in partitions], 1)
-        assert all(isinstance(k, np.ndarray) and isinstance(v, np.ndarray) for k, v in sent)
-        assert eng.send([p[1] for p in partitions], 1)[0][0].held is not None   # devs[1]'s
-        with devices.bind(devs[1]):
-            again = eng.merge_group([[s] + p[1:] for s, p in zip(sent, partitions)], True,
-                                    np.dtype(np.int64), False)
-        for a, b in zip(got, again):
-            np.testing.assert_array_equal(a, b)
         h0, hp0 = k0.get(), p0.get()
         h1, hp1 = k1.get(), p1.get()
         for j, out in enumerate(got):

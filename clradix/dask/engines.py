@@ -35,9 +35,9 @@ _times_lock = threading.Lock()
 def task_times(reset: bool = False) -> dict:
     """Seconds this process's chunk operations spent per phase (and ``calls``) since the last
     reset: ``upload`` (host to device), ``device`` (clradix's kernels), ``search`` (the sample
-    sort's cut search: two small reads, the first also waiting for the split's sort),
-    ``download``, ``exchange`` (pieces from another device of this process, through host
-    memory), ``host`` (numpy work: the numpy engine, and the device engine's host-side
+    sort's cut search on the device and its one small read, which also waits for the split's
+    sort), ``download``, ``exchange`` (pieces from another device of this process, through
+    host memory), ``host`` (numpy work: the numpy engine, and the device engine's host-side
     steps)."""
     with _times_lock:
         out = dict(_times)
@@ -156,8 +156,6 @@ class DeviceEngine:
             keys.finish()
             z = np.zeros(p, np.int64)
             return z, z.copy()
-        if _SEARCH == "windows":
-            return self._search_windows(keys, skeys)
         q = keys.queue
         with _phase("search"):
             # both sides found by clradix.searchsorted's binary searches on the device, the
@@ -168,72 +166,6 @@ class DeviceEngine:
             _searchsorted(keys, v, "right", out=both[1], queue=q)
             res = both.get(q)
         return res[0], res[1]
-
-    def _search_windows(self, keys, skeys):
-        codec = key_codec(keys.dtype)
-        m, p = keys.size, len(skeys)
-        sk = codec.order_key(skeys)
-        q = keys.queue
-        with _phase("search"):
-            if m <= _SEARCH_WINDOW * 4:
-                ok = codec.order_key(keys.get(q))
-                return (np.searchsorted(ok, sk, "left").astype(np.int64),
-                        np.searchsorted(ok, sk, "right").astype(np.int64))
-            g = -(-m // _SEARCH_WINDOW)
-            sample = cl_array.take(keys, _strided(q, m, g), queue=q).get(q)
-            sample = codec.order_key(sample)
-            s = sample.size
-            bounds = []
-            for side in ("left", "right"):
-                j = np.searchsorted(sample, sk, side)
-                bounds.append((np.where(j > 0, (j - 1) * g + 1, 0), np.where(j < s, j * g, m)))
-            # every window into one host array, mapped to order keys by one call: the windows'
-            # host work is a few numpy passes, not one set of passes a window (which, held
-            # under the GIL, stalled the other task threads' device waits)
-            isz = keys.dtype.itemsize
-            spans = [(int(a), int(b)) for lo, hi in bounds for a, b in zip(lo, hi)]
-            at = np.concatenate([[0], np.cumsum([b - a for a, b in spans])]).astype(np.int64)
-            buf = np.empty(int(at[-1]), keys.dtype)
-            evt = None
-            for (a, b), o in zip(spans, at[:-1]):
-                if b > a:
-                    evt = cl.enqueue_copy(q, buf[o:o + b - a], keys.base_data,
-                                         src_offset=keys.offset + a * isz, is_blocking=False)
-            if evt is not None:
-                evt.wait()
-        okb = codec.order_key(buf)
-        out = []
-        for k, (side, (lo, _)) in enumerate(zip(("left", "right"), bounds)):
-            out.append(np.array([lo[i] + np.searchsorted(okb[at[k * p + i]:at[k * p + i + 1]],
-                                                         sk[i], side)
-                                 for i in range(p)], dtype=np.int64))
-        return out[0], out[1]
-
-    def send(self, pieces, group: int):
-        """A sorted chunk's pieces for merge group ``group``, made ready for the device that
-        merges it (this process's device ``group`` modulo their number, which the merge
-        then leases as the holder of most of its pieces): pieces held by another device of
-        this process come down now, one copy per buffer into that device's pinned memory, and
-        become numpy views of it. This runs while the splits upload, when the links' other
-        direction is idle; the merge then makes one copy up per span."""
-        devs = devices.process_devices()
-        if len(devs) < 2 or _EXCHANGE != "span":
-            return pieces
-        spans = _spans_held_by_others(_chunks_of(pieces), devs[group % len(devs)])
-        if not spans:
-            return pieces
-        with _phase("exchange"):
-            down = dict(_download_spans(spans))
-
-        def host(c):
-            if isinstance(c, tuple):
-                return tuple(host(x) for x in c)
-            a = c.held if isinstance(c, DeviceChunk) else None
-            if a is None or id(a.base_data) not in down:
-                return c
-            lo, span = down[id(a.base_data)]
-            return span[a.offset - lo:a.offset - lo + a.nbytes].view(a.dtype)
-        return [host(c) for c in pieces]
 
     def piece(self, keys, pos, a: int, b: int):
         """Elements ``[a, b)`` of a sorted chunk, left on the device."""
@@ -247,9 +179,7 @@ class DeviceEngine:
         downloaded (a numpy array of its keys, or of its global positions) on a second queue
         while the later ones gather and sort, or with ``keep`` left there as a DeviceChunk."""
         dev, q = _device()
-        kept: list = []
-        if _EXCHANGE == "span":
-            partitions, kept = _fetch_held_elsewhere(dev, q, partitions)
+        partitions, kept = _fetch_held_elsewhere(dev, q, partitions)
         q2 = dev.copy_queue
         done, started = [], []
         for pieces in partitions:
@@ -263,15 +193,17 @@ class DeviceEngine:
             with _phase("download"):
                 started.append((dev.copies.to_host_started(
                     result.with_queue(q2), host, None if evt is None else [evt]), keys, result))
-        if keep or kept:
+        # (``kept``, the host memory of the exchange's copies up, lives until these waits: the
+        # copies precede every sort on q)
+        if keep:
             with _phase("device"):
                 q.finish()
-        if keep:
             return [DeviceChunk(result) for result in done]
         pending = [e for (_, e), _, _ in started if e is not None]
         if pending:
             with _phase("download"):
                 cl.wait_for_events(pending)
+        del kept
         return [a for (a, _), _, _ in started]
 
     @staticmethod
@@ -351,13 +283,6 @@ class DeviceEngine:
             return np.take_along_axis(a, pos, -1), pos
 
 
-_SEARCH = __import__("os").environ.get("CLRADIX_DASK_SEARCH", "device")
-
-#: the sample sort's search reads every g-th key of a sorted chunk, g = size / this, then a
-#: window of g keys around each splitter (for 2^25 keys: a sample of 2^15, windows of 1024)
-_SEARCH_WINDOW = 1 << 15
-
-
 def _positions(dev, q, start, n):
     """The global positions ``start .. start + n - 1`` (int64) in a device array (filled on
     the host where device memory is host memory: pyopencl's generic kernels are slow there)."""
@@ -370,27 +295,10 @@ def _positions(dev, q, start, n):
         return d
 
 
-_strided_cache: dict = {}
-
-
-def _strided(q, m, g):
-    """The device array 0, g, 2g, ... below m (int64), made once per context and size."""
-    key = (q.context.int_ptr, m, g)
-    a = _strided_cache.get(key)
-    if a is None:
-        if len(_strided_cache) > 64:
-            _strided_cache.clear()
-        a = _strided_cache[key] = cl_array.to_device(q, np.arange(0, m, g, dtype=np.int64))
-    return a.with_queue(q)
-
-
 def _aligned_arange(start, n):
     out = aligned_empty(n, np.dtype(np.int64))
     out[:] = np.arange(start, start + n, dtype=np.int64)
     return out
-
-
-_EXCHANGE = __import__("os").environ.get("CLRADIX_DASK_EXCHANGE", "span")
 
 
 def _spans_held_by_others(chunks, dev):
@@ -409,44 +317,19 @@ def _spans_held_by_others(chunks, dev):
     return spans
 
 
-def _host_spans(chunks):
-    """``{id(base): base}`` for the host arrays among ``chunks`` that view a common
-    C-contiguous host array (the spans :meth:`DeviceEngine.send` brought down) and cover at
-    least half of it: each such base goes up in one copy."""
-    bases: dict = {}
-    for c in chunks:
-        if isinstance(c, np.ndarray) and c.nbytes and isinstance(c.base, np.ndarray) \
-                and c.base.flags.c_contiguous:
-            entry = bases.setdefault(id(c.base), [c.base, 0])
-            entry[1] += c.nbytes
-    return {k: base for k, (base, covered) in bases.items() if 2 * covered >= base.nbytes}
-
-
-def _address(a):
-    return a.__array_interface__["data"][0]
-
-
 def _fetch_held_elsewhere(dev, q, partitions):
     """``(partitions, kept)``: ``partitions`` with the pieces held by another device of this
-    process, and the host pieces that view one span brought down by :meth:`DeviceEngine.send`,
-    brought to ``dev`` as views of device arrays: one copy down (into the holder's pinned
-    memory) and one copy up per buffer, or one copy up per host span, all enqueued on ``q``;
-    ``kept`` holds the host memory those copies read, which the caller keeps until ``q``'s
-    commands are done."""
-    chunks = list(_chunks_of(partitions))
-    spans = _spans_held_by_others(chunks, dev)
-    bases = _host_spans(chunks)
-    if not spans and not bases:
+    process brought to ``dev`` as views of device arrays: one copy down (into the holder's
+    pinned memory) and one copy up per buffer they view, each up enqueued on ``q`` while the
+    next comes down; ``kept`` holds the host memory those copies read, which the caller keeps
+    until ``q``'s commands are done."""
+    spans = _spans_held_by_others(_chunks_of(partitions), dev)
+    if not spans:
         return partitions, []
-    moved: dict = {}   # id(device buffer or host base): (its first byte, the array here)
+    moved: dict = {}   # id(buffer): (its first byte, the device array holding its span here)
     kept = []
     with _phase("exchange"):
-        for key, host in bases.items():
-            dst = dev.copies.empty(q, (host.nbytes,), np.uint8)
-            cl.enqueue_copy(q, dst.base_data, host, dst_offset=dst.offset, is_blocking=False)
-            kept.append(host)
-            moved[key] = (_address(host), dst)
-        for key, (lo, host) in _download_spans(spans):   # each up while the next comes down
+        for key, (lo, host) in _download_spans(spans):
             dst = dev.copies.empty(q, (host.nbytes,), np.uint8)
             cl.enqueue_copy(q, dst.base_data, host, dst_offset=dst.offset, is_blocking=False)
             kept.append(host)
@@ -455,18 +338,12 @@ def _fetch_held_elsewhere(dev, q, partitions):
     def here(c):
         if isinstance(c, tuple):
             return tuple(here(x) for x in c)
-        if isinstance(c, np.ndarray):
-            if not c.nbytes or id(c.base) not in moved:
-                return c
-            lo, at = _address(c), moved[id(c.base)]
-        else:
-            a = c.held if isinstance(c, DeviceChunk) else None
-            if a is None or c.device is dev or id(a.base_data) not in moved:
-                return c
-            lo, at = a.offset, moved[id(a.base_data)]
-        first, dst = at
+        a = c.held if isinstance(c, DeviceChunk) else None
+        if a is None or c.device is dev or id(a.base_data) not in moved:
+            return c
+        first, dst = moved[id(a.base_data)]
         return DeviceChunk(cl_array.Array(q, c.shape, c.dtype, data=dst.base_data,
-                                          offset=dst.offset + lo - first))
+                                          offset=dst.offset + a.offset - first))
     return [[here(c) for c in pieces] for pieces in partitions], kept
 
 
@@ -542,10 +419,6 @@ class NumpyEngine:
 
     def piece(self, keys, pos, a, b):
         return keys[a:b] if pos is None else (keys[a:b], pos[a:b])
-
-    def send(self, pieces, group):
-        """(the device engine's; pieces stay as they are)"""
-        return pieces
 
     def merge_group(self, partitions, positions, out_dtype, keep):
         """(``keep`` is the device engine's; here results are always numpy arrays)"""

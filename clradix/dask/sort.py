@@ -7,8 +7,9 @@ The graph (built lazily; nothing is computed when it is made):
 2. ``splitters``: one task orders the samples by (key, global position) and takes
    ``partitions - 1`` evenly spaced ones as splitters;
 3. ``split``: a task per input chunk uploads the chunk once, sorts it on its worker's device
-   (with its global positions, int64, for argsort) and cuts it at the splitters (found with two
-   small reads of the sorted keys), giving one piece per output partition, left on the device
+   (with its global positions, int64, for argsort) and cuts it at the splitters (found by
+   binary searches on the device, clradix.searchsorted, and one small read of the answers),
+   giving one piece per output partition, left on the device
    (a DeviceChunk: :mod:`clradix.dask.chunk`);
 4. the output partitions are merged in groups, one group per device of the active
    ``distributed`` client's workers (a worker process may drive several:
@@ -16,10 +17,8 @@ The graph (built lazily; nothing is computed when it is made):
    partitions. With several groups, a ``piece`` task per (input chunk, group) picks the chunk's
    pieces of that group, and Dask's scheduler moves them once, from the worker that split the
    chunk to the one merging the group (as host bytes: a DeviceChunk pickles as its numpy array);
-   where one worker drives several devices, the piece task brings the pieces that another of
-   its devices will merge down into pinned memory at once, one copy per sorted chunk, while the
-   splits still upload (the links' download direction is idle then), and the merge copies each
-   such span up once;
+   where one worker drives several devices, a merge brings the pieces another of them holds
+   with one copy down into pinned memory and one up per sorted chunk;
    with one group the merges take the split lists themselves, so pieces merged on their own
    worker never leave the device and the graph has no task per (chunk, partition): Dask's cost
    per task (about a millisecond) would otherwise grow with their product;
@@ -140,7 +139,7 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
         dsk[(cut, i)] = (_split, eng, (x.name, i), (spl, 0), int(starts[i]), parts, positions)
         if groups > 1:
             for g in range(groups):
-                dsk[(piece, i, g)] = (_send, eng, (cut, i), bounds[g], bounds[g + 1], g)
+                dsk[(piece, i, g)] = (operator.getitem, (cut, i), slice(bounds[g], bounds[g + 1]))
     for g in range(groups):
         if groups > 1:
             deps, a, b = [(piece, i, g) for i in range(len(chunks))], 0, bounds[g + 1] - bounds[g]
@@ -187,12 +186,6 @@ def _split(eng, chunk, splitters, start, parts, positions):
     cut = np.where(spos < start, lo, np.where(spos >= start + m, hi, lo + share))
     cut = np.maximum.accumulate(np.concatenate([[0], cut, [m]]))
     return [eng.piece(keys, pos, int(a), int(b)) for a, b in zip(cut[:-1], cut[1:])]
-
-
-def _send(eng, split_pieces, a, b, group):
-    """A chunk's pieces of merge group ``group`` (partitions ``a .. b - 1``), made ready for
-    the device that merges them (:meth:`DeviceEngine.send`)."""
-    return eng.send(split_pieces[a:b], group)
 
 
 def _merge(eng, split_pieces, a, b, positions, out_dtype, keep=False):
