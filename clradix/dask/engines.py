@@ -189,8 +189,9 @@ class DeviceEngine:
                 done.append(result)
                 continue
             # the download starts behind the partition's sort, on the second queue, and runs
-            # while the next partitions gather and sort (nothing here waits for the device)
-            with _phase("download"):
+            # while the next partitions gather and sort (nothing here waits for the device; on
+            # a CPU device the result is the numpy array itself, mapped once the sort is done)
+            with _phase("device" if dev.copies.in_place else "download"):
                 started.append((dev.copies.to_host_started(
                     result.with_queue(q2), host, None if evt is None else [evt]), keys, result))
         # (``kept``, the host memory of the exchange's copies up, lives until these waits: the
