@@ -160,8 +160,11 @@ class DeviceEngine:
         with _phase("search"):
             # both sides found by clradix.searchsorted's binary searches on the device, the
             # answers read with one wait (2 p integers): no key crosses to the host
-            v = cl_array.to_device(q, np.ascontiguousarray(skeys, keys.dtype))
-            both = cl_array.empty(q, (2, p), np.int64)
+            # (from the keys' allocator: the device pool on a GPU, where releasing a buffer
+            # can wait for the whole device)
+            v = cl_array.to_device(q, np.ascontiguousarray(skeys, keys.dtype),
+                                   allocator=keys.allocator)
+            both = cl_array.empty(q, (2, p), np.int64, allocator=keys.allocator)
             _searchsorted(keys, v, "left", out=both[0], queue=q)
             _searchsorted(keys, v, "right", out=both[1], queue=q)
             res = both.get(q)
