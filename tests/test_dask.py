@@ -549,3 +549,28 @@ def test_merge_fetches_pieces_of_another_device(rng):
             np.testing.assert_array_equal(out, ps[np.argsort(ks, kind="stable")])
     finally:
         devices.use_device(DEVICE_INDEX)
+
+
+def test_merge_failure_is_raised_and_leaves_the_pools_sound(rng, monkeypatch):
+    """A merge whose second partition's sort fails raises that error (after the commands it had
+    enqueued finish: their buffers go back to the pools), and the next sort is right."""
+    from clradix.dask import devices, memory
+    dev = devices.use_device(DEVICE_INDEX)
+    monkeypatch.setattr(dev, "copies", memory.HostCopies(dev.context, dev.device, in_place=False))
+    x = keys(rng, np.float32, 4 * N)
+    d = da.from_array(x, chunks=((3000, 3000, 4 * N - 6000),))
+    real = dev.sorter.sort
+    calls = []
+
+    def failing(queue, keys, **kw):
+        calls.append(keys.size)
+        if len(calls) == 5:   # three splits, then the merges' second partition
+            raise RuntimeError("injected sort failure")
+        return real(queue, keys, **kw)
+    with dask.config.set(scheduler="synchronous"):
+        monkeypatch.setattr(dev.sorter, "sort", failing)
+        with pytest.raises(RuntimeError, match="injected sort failure"):
+            crd.sort(d, partitions=4).compute()
+        monkeypatch.setattr(dev.sorter, "sort", real)
+        np.testing.assert_array_equal(bits_of(crd.sort(d, partitions=4).compute()),
+                                      bits_of(x[ref_argsort(x)]))

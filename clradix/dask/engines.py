@@ -182,8 +182,18 @@ class DeviceEngine:
         downloaded (a numpy array of its keys, or of its global positions) on a second queue
         while the later ones gather and sort, or with ``keep`` left there as a DeviceChunk."""
         dev, q = _device()
-        partitions, kept = _fetch_held_elsewhere(dev, q, partitions)
         q2 = dev.copy_queue
+        try:
+            return self._merge_all(dev, q, q2, partitions, positions, out_dtype, keep)
+        except BaseException:
+            # the commands already enqueued write into buffers (pooled device blocks, leased
+            # pinned arrays) that go back to their pools with this frame: they finish first
+            q.finish()
+            q2.finish()
+            raise
+
+    def _merge_all(self, dev, q, q2, partitions, positions, out_dtype, keep):
+        partitions, kept = _fetch_held_elsewhere(dev, q, partitions)
         done, started = [], []
         for pieces in partitions:
             result, host, evt, keys = self._merge_enqueue(dev, q, pieces, positions, out_dtype,
