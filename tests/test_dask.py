@@ -191,6 +191,36 @@ def test_sort_errors():
     with pytest.raises(ValueError, match="engine"):
         crd.sort(da.zeros(4, chunks=2), engine="cuda")
     assert crd.sort(da.zeros(0, dtype=np.int8, chunks=1)).compute(scheduler="sync").size == 0
+    x = da.zeros(10, chunks=5)
+    for bad, err in ((2.5, TypeError), (True, TypeError), ("3", TypeError), (0, ValueError),
+                     (float("nan"), TypeError)):
+        with pytest.raises(err, match="partitions must be a positive integer"):
+            crd.sort(x, partitions=bad)
+        with pytest.raises(err, match="oversample must be a positive integer"):
+            crd.argsort(x, oversample=bad)
+    with pytest.raises(TypeError, match="oversample"):
+        crd.sort(x, oversample=None)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.bool_], ids=str)
+def test_resident_keys_of_every_width(rng, dtype):
+    """Keys without a pyopencl C type (float16, bool) left on the device by to_device: sampled,
+    sorted and selected there; a row block of no rows selects nothing."""
+    x = (rng.standard_normal(3000) if dtype == np.float16 else rng.integers(0, 2, 3000)
+         ).astype(dtype)
+    u = np.uint16 if dtype == np.float16 else np.uint8
+    with dask.config.set(scheduler="synchronous"):
+        xd = crd.to_device(da.from_array(x, chunks=700)).persist()
+        s, a = dask.compute(crd.sort(xd, partitions=3), crd.argsort(xd))
+        v, i = dask.compute(crd.topk(xd, 5), crd.argtopk(xd, -5))
+        want = ref_argsort(x)
+        np.testing.assert_array_equal(s.view(u), x[want].view(u))
+        np.testing.assert_array_equal(a, want)
+        np.testing.assert_array_equal(v.view(u), ref_topk(x, 5)[0][0].view(u))
+        np.testing.assert_array_equal(i, ref_topk(x, 5, largest=False)[1][0])
+        m = np.arange(600, dtype=np.int32).reshape(2, 300)
+        md = crd.to_device(da.from_array(m, chunks=((0, 2), (300,)))).persist()
+        np.testing.assert_array_equal(crd.topk(md, 3, axis=1).compute(), m[:, ::-1][:, :3])
 
 
 @pytest.mark.parametrize("dtype", KEY_DTYPES + (np.dtype(bool),), ids=str)
@@ -294,6 +324,28 @@ def test_sort_function_falls_back_to_pandas(rng):
     df["s"] = [f"k{v % 7}" for v in range(50)]
     got = crd.sort_function(df, by=["s", "a"], ascending=True, ignore_index=True)
     assert got.equals(df.sort_values(["s", "a"], kind="stable", ignore_index=True))
+
+
+def test_sort_function_arguments_as_pandas(rng):
+    """A tuple ``by`` is one column label (a MultiIndex column), as in pandas, never a list of
+    columns; ``ascending`` takes 0 and 1 as pandas does, and refuses what pandas refuses."""
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({("a", "x"): rng.integers(0, 4, 40), ("a", "y"): rng.standard_normal(40),
+                       ("b", "x"): rng.integers(0, 3, 40)})
+    got = crd.sort_function(df, ("a", "y"))
+    assert got.equals(df.sort_values(("a", "y"), kind="stable"))
+    flat = pd.DataFrame({"a": rng.integers(0, 3, 30), "b": rng.integers(0, 3, 30)})
+    with pytest.raises(KeyError):
+        crd.sort_function(flat, ("a", "b"))
+    for asc in (0, 1, [1, 0]):
+        assert crd.sort_function(flat, ["a", "b"] if isinstance(asc, list) else "a",
+                                 ascending=asc).equals(
+            flat.sort_values(["a", "b"] if isinstance(asc, list) else "a", ascending=asc,
+                             kind="stable"))
+    with pytest.raises(TypeError, match="ascending"):
+        crd.sort_function(flat, "a", ascending=np.array([True]))
+    with pytest.raises(ValueError, match="one bool per column"):
+        crd.sort_function(flat, ["a", "b"], ascending=[True])
 
 
 def test_dataframe_sort_values(client, rng):

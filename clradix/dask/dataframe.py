@@ -32,10 +32,15 @@ def sort_function(df, by, ascending=True, na_position: str = "last", ignore_inde
     if na_position not in ("first", "last"):
         raise ValueError(f"na_position must be 'first' or 'last', got {na_position!r}")
     series = getattr(df, "ndim", 2) == 1
-    cols = [None] if series else ([by] if isinstance(by, (str, int)) or by is None else list(by))
-    asc = [ascending] * len(cols) if isinstance(ascending, (bool, np.bool_)) else list(ascending)
+    # as pandas: a list names several columns, anything else (a tuple too) is one label
+    cols = [None] if series else (list(by) if isinstance(by, list) else [by])
+    if isinstance(ascending, (list, tuple)):
+        asc = [_flag(a) for a in ascending]
+    else:
+        asc = [_flag(ascending)] * len(cols)
     if len(asc) != len(cols):
-        raise ValueError(f"ascending has {len(asc)} entries for {len(cols)} key columns")
+        raise ValueError(f"ascending has {len(asc)} entries for {len(cols)} key columns: give "
+                         f"one bool, or a list of one bool per column of by")
     columns = [df if c is None else df[c] for c in cols]
     keys = [_key(col) for col in columns]
     if any(k is None for k in keys) or kwargs:
@@ -48,6 +53,16 @@ def sort_function(df, by, ascending=True, na_position: str = "last", ignore_inde
     if ignore_index:
         out = out.reset_index(drop=True)
     return out
+
+
+def _flag(value):
+    """An ``ascending`` entry as pandas takes it: a bool, or the integer 0 or 1."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"ascending: expected a bool (or 0 or 1), or a list of them, got "
+                    f"{type(value).__name__} {value!r}")
 
 
 def _order(eng, keys, asc, na_position, n):

@@ -273,7 +273,7 @@ class DeviceEngine:
         0 < k <= row length."""
         rows = a.shape[0]
         if rows == 0:
-            return np.asarray(a)[:, :k].copy(), np.zeros((0, k), np.int64)
+            return np.empty((0, k), a.dtype), np.zeros((0, k), np.int64)
         dev, q = _device()
         if isinstance(a, cl_array.Array):
             d = a.with_queue(q)
@@ -292,9 +292,18 @@ class DeviceEngine:
             pos.sort(axis=-1)
             if isinstance(a, cl_array.Array):
                 flat = (pos + (np.arange(rows, dtype=np.int64) * a.shape[1])[:, None]).ravel()
-                vals = cl_array.take(d.reshape(-1), cl_array.to_device(q, flat), queue=q).get(q)
-                return vals.reshape(rows, k), pos
+                return take_keys(q, d.reshape(-1), flat).reshape(rows, k), pos
             return np.take_along_axis(a, pos, -1), pos
+
+
+def take_keys(q, d, where):
+    """``d[where]`` (``where``: integer numpy positions) read to the host, for every key dtype:
+    the keys move as unsigned integers of their width (pyopencl's take has no float16 or
+    bool)."""
+    u = np.dtype(f"u{d.dtype.itemsize}")
+    got = cl_array.take(d.with_queue(q).view(u), cl_array.to_device(q, where.astype(np.int64)),
+                        queue=q)
+    return got.get(q).view(d.dtype)
 
 
 def _positions(dev, q, start, n):

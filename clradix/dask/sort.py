@@ -98,15 +98,16 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
     eng = _engine(engine_name)
     x = da.asarray(x)
     if x.ndim != 1:
-        raise ValueError(f"expected a 1-D dask array, got shape {x.shape}")
+        raise ValueError(f"expected a 1-D dask array, got shape {x.shape}: for one order over "
+                         f"every element pass x.ravel()")
     key_codec(x.dtype)
     chunks = x.chunks[0]
     if any(np.isnan(c) for c in chunks):
         raise ValueError("the chunk sizes are unknown: call x.compute_chunk_sizes() first")
-    parts = x.numblocks[0] if partitions is None else int(partitions)
-    if parts < 1 or oversample < 1:
-        raise ValueError(f"partitions and oversample must be positive, got {partitions} and "
-                         f"{oversample}")
+    parts = x.numblocks[0] if partitions is None else _positive(
+        partitions, "partitions", "the output's number of chunks; None: as many as x has")
+    oversample = _positive(oversample, "oversample",
+                           "the samples taken per output partition; the default is 64")
     out_dtype = np.dtype(np.int64) if positions else x.dtype
     n = int(sum(chunks))
     if n == 0:
@@ -153,15 +154,23 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
                     meta=np.empty((0,), dtype=out_dtype))
 
 
+def _positive(value, name, what):
+    """``value`` as a positive int, else TypeError or ValueError naming ``name`` (``what`` it
+    is)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a positive integer ({what}), got "
+                        f"{type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer ({what}), got {value}")
+    return int(value)
+
+
 def _take(chunk, where):
     if isinstance(chunk, DeviceChunk) and chunk.on_device:   # a few keys, not the chunk
-        import pyopencl.array as cl_array
         from . import devices
+        from .engines import take_keys
         with devices.bind(chunk.device):   # read where the chunk is
-            d = chunk.array
-            q = chunk.queue
-            return cl_array.take(d.with_queue(q), cl_array.to_device(q, where.astype(np.int64)),
-                                 queue=q).get(q)
+            return take_keys(chunk.queue, chunk.array, where)
     return as_host(chunk)[where]
 
 
