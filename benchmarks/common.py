@@ -77,8 +77,15 @@ def select_device(specs):
     return devices[0], [d.int_ptr for d in all_devices()].index(devices[0].int_ptr)
 
 
+#: the contexts of profiling_queue's queues, kept for the process's lifetime: Intel's CPU runtime
+#: lets a queue's context go with the last Python reference to it (``queue.context`` then fails
+#: with INVALID_CONTEXT), though a queue should retain its context
+_CONTEXTS: list = []
+
+
 def profiling_queue(device):
     ctx = cl.Context([device])
+    _CONTEXTS.append(ctx)
     return cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 
