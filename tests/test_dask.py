@@ -87,7 +87,7 @@ def test_workers_hold_the_device(client):
     want = _DEVICES[0].name.strip()
     assert all(want in v for v in names.values()), names
     # a device each: two merge groups
-    assert sys.modules["clradix.dask.sort"]._group_count() == 2
+    assert sys.modules["clradix.dask.sort"]._group_count() == (2, 2)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -239,13 +239,17 @@ def test_every_key_dtype(rng, dtype):
     np.testing.assert_array_equal(i2, ref_topk(x, 1000)[1][0])
 
 
-@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
-def test_local_schedulers(rng, monkeypatch, scheduler):
+@pytest.mark.parametrize("scheduler,layout", [("synchronous", (1, 1)), ("threads", (3, 3)),
+                                              ("threads", (3, 1))])
+def test_local_schedulers(rng, monkeypatch, scheduler, layout):
     """No cluster: the tasks run in this process (one WorkerDevice, a queue per thread); the
-    partitions merge in one group (no piece tasks) or in three."""
-    # merge groups (one per device of the client's workers): one, or three with piece tasks
-    monkeypatch.setattr(sys.modules["clradix.dask.sort"], "_group_count",
-                        lambda: 3 if scheduler == "threads" else 1)
+    partitions merge in one group, in three with piece tasks (as for three worker processes),
+    or in three taking the split lists (one process with three devices)."""
+    sort_mod = sys.modules["clradix.dask.sort"]
+    monkeypatch.setattr(sort_mod, "_group_count", lambda: layout)
+    x = keys(rng, np.float64, N)
+    graph = dict(crd.sort(da.from_array(x, chunks=(CHUNKS,))).__dask_graph__())
+    assert any("clradix-piece" in str(k) for k in graph) == (layout == (3, 3))
     x = keys(rng, np.float64, N)
     d = da.from_array(x, chunks=(CHUNKS,))
     with dask.config.set(scheduler=scheduler):
@@ -560,7 +564,7 @@ def test_several_devices_in_one_process(rng):
             assert moved.context == devs[2].context and c.device is devs[2]
             np.testing.assert_array_equal(bits_of(moved.get(c.queue)), bits_of(x[:1000]))
         with dask.config.set(scheduler="threads"):   # not a client's, even where one exists
-            assert sys.modules["clradix.dask.sort"]._group_count() == 3
+            assert sys.modules["clradix.dask.sort"]._group_count() == (3, 1)
         assert engines._holder([[c], []]) is devs[2]
     finally:
         devices.use_device(DEVICE_INDEX)

@@ -14,14 +14,14 @@ The graph (built lazily; nothing is computed when it is made):
 4. the output partitions are merged in groups, one group per device of the active
    ``distributed`` client's workers (a worker process may drive several:
    :func:`devices.use_devices`), or of this process without one: contiguous ranges of
-   partitions. With several groups, a ``piece`` task per (input chunk, group) picks the chunk's
-   pieces of that group, and Dask's scheduler moves them once, from the worker that split the
-   chunk to the one merging the group (as host bytes: a DeviceChunk pickles as its numpy array);
-   where one worker drives several devices, a merge brings the pieces another of them holds
-   with one copy down into pinned memory and one up per sorted chunk;
-   with one group the merges take the split lists themselves, so pieces merged on their own
-   worker never leave the device and the graph has no task per (chunk, partition): Dask's cost
-   per task (about a millisecond) would otherwise grow with their product;
+   partitions. With several groups on several worker processes, a ``piece`` task per (input
+   chunk, group) picks the chunk's pieces of that group, and Dask's scheduler moves them once,
+   from the worker that split the chunk to the one merging the group (as host bytes: a
+   DeviceChunk pickles as its numpy array). With one process (one group, or one worker driving
+   several devices) the merges take the split lists themselves: nothing crosses processes, and
+   the graph has no task per (chunk, group), Dask's cost per task being about a millisecond; a
+   merge brings the pieces another device of the process holds with one copy down into pinned
+   memory and one up per sorted chunk;
 5. a ``merge`` task per group, for each of its partitions, gathers the partition's pieces in
    chunk order into one device buffer and sorts them stably: within a piece equal keys are in
    position order, and pieces come in chunk order, so a stable sort leaves equal keys in global
@@ -121,9 +121,13 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
     sample_pos = np.clip(sample_pos, 0, n - 1)
 
     keep = bool(on_device) and eng.name == "clradix"
-    groups = min(_group_count(), parts)
+    device_count, processes = _group_count()
+    groups = min(device_count, parts)
+    # piece tasks only where Dask may move pieces between processes: they let it move a
+    # group's pieces alone; in one process every merge reads the split lists it was given
+    pieces = groups > 1 and processes > 1
     bounds = [g * parts // groups for g in range(groups + 1)]
-    token = tokenize(x, parts, oversample, seed, eng.name, positions, keep, groups)
+    token = tokenize(x, parts, oversample, seed, eng.name, positions, keep, groups, pieces)
     smp, spl = f"clradix-sample-{token}", f"clradix-splitters-{token}"
     cut, piece = f"clradix-split-{token}", f"clradix-piece-{token}"
     mrg = f"clradix-merge-{token}"
@@ -138,14 +142,14 @@ def _sample_sort(x, partitions, oversample, seed, engine_name, positions, on_dev
     dsk[(spl, 0)] = (_splitters, sample_keys, sample_pos, parts)
     for i in range(len(chunks)):
         dsk[(cut, i)] = (_split, eng, (x.name, i), (spl, 0), int(starts[i]), parts, positions)
-        if groups > 1:
+        if pieces:
             for g in range(groups):
                 dsk[(piece, i, g)] = (operator.getitem, (cut, i), slice(bounds[g], bounds[g + 1]))
     for g in range(groups):
-        if groups > 1:
+        if pieces:
             deps, a, b = [(piece, i, g) for i in range(len(chunks))], 0, bounds[g + 1] - bounds[g]
         else:
-            deps, a, b = [(cut, i) for i in range(len(chunks))], 0, parts
+            deps, a, b = [(cut, i) for i in range(len(chunks))], bounds[g], bounds[g + 1]
         dsk[(mrg, g)] = (_merge, eng, deps, a, b, positions, out_dtype, keep)
         for j in range(bounds[g], bounds[g + 1]):
             dsk[(name, j)] = (operator.getitem, (mrg, g), j - bounds[g])
@@ -205,18 +209,20 @@ def _merge(eng, split_pieces, a, b, positions, out_dtype, keep=False):
         return eng.merge_group(group, positions, out_dtype, keep)
 
 
-def _group_count() -> int:
-    """The merge groups: one per device of the distributed client's workers when a client
-    computes (the devices each worker process drives; one for a worker that has picked none
-    yet), else one per device of this process (a local scheduler)."""
+def _group_count():
+    """``(devices, processes)``: the merge groups, one per device of the distributed client's
+    workers when a client computes (the devices each worker process drives; one for a worker
+    that has picked none yet), else one per device of this process (a local scheduler); and
+    the processes that run the tasks."""
     from . import devices
     client = _scheduling_client()
     if client is None:
-        return max(1, len(devices._devices))
+        return max(1, len(devices._devices)), 1
     try:
-        return max(1, sum(client.run(_process_device_count).values()))
+        counts = client.run(_process_device_count)
     except Exception:   # a client without live workers: one group is always correct
-        return 1
+        return 1, 1
+    return max(1, sum(counts.values())), max(1, len(counts))
 
 
 def _scheduling_client():
