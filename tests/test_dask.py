@@ -591,10 +591,16 @@ def test_merge_fetches_pieces_of_another_device(rng):
                        eng.piece(k1, p1, cuts1[j], cuts1[j + 1]),
                        (tail[cuts2[j]:cuts2[j + 1]], tail_pos[cuts2[j]:cuts2[j + 1]])]
                       for j in range(3)]
-        engines.task_times(reset=True)
-        with devices.bind(devs[1]):
+        fetched = []
+        real_spans = engines._download_spans
+
+        def spy(spans):
+            fetched.append(len(spans))
+            return real_spans(spans)
+        with pytest.MonkeyPatch.context() as mp, devices.bind(devs[1]):
+            mp.setattr(engines, "_download_spans", spy)
             got = eng.merge_group(partitions, True, np.dtype(np.int64), False)
-        assert engines.task_times()["exchange"] > 0
+        assert fetched == [2]   # devs[0]'s keys buffer and its positions buffer, once each
         h0, hp0 = k0.get(), p0.get()
         h1, hp1 = k1.get(), p1.get()
         for j, out in enumerate(got):

@@ -101,15 +101,10 @@ def _holder(data):
     """The device of this process holding most of the bytes of the DeviceChunks in ``data``
     (nested lists and tuples of chunks), when it holds at least twice any other's; else None."""
     held: dict = {}
-    stack = [data]
-    while stack:
-        d = stack.pop()
-        if isinstance(d, (list, tuple)):
-            stack.extend(d)
-        elif isinstance(d, DeviceChunk):
-            dev = d.device
-            if dev is not None:
-                held[dev] = held.get(dev, 0) + d.nbytes
+    for d in _chunks_of(data):
+        dev = d.device if isinstance(d, DeviceChunk) else None
+        if dev is not None:
+            held[dev] = held.get(dev, 0) + d.nbytes
     if not held:
         return None
     ranked = sorted(held.items(), key=lambda kv: -kv[1])
@@ -390,8 +385,8 @@ def _chunks_of(data):
 
 
 def _gather(dev, q, dst, parts):
-    """Concatenate ``parts`` (device arrays of this context in DeviceChunks, or host arrays)
-    into the device array ``dst``, in order: copies between device arrays are enqueued on
+    """Concatenate ``parts`` (DeviceChunks held by ``dev``, or host arrays) into the device
+    array ``dst``, in order: copies between device arrays are enqueued on
     ``q`` (done in its order), the others complete before this returns."""
     at = 0
     for p in parts:
@@ -403,12 +398,7 @@ def _gather(dev, q, dst, parts):
                     isz = dst.dtype.itemsize
                     cl.enqueue_copy(q, dst.base_data, src.base_data, byte_count=m * isz,
                                     src_offset=src.offset, dst_offset=dst.offset + at * isz)
-        elif isinstance(p, DeviceChunk) and p.device is not None:   # another device's
-            with _phase("exchange"):
-                # down into the pinned memory of the device that holds it, then one copy up
-                # from there (no memcpy into this device's staging buffers)
-                dev.copies.write_pinned(dst.with_queue(q), at, p.get())
-        else:
+        else:   # (pieces of another device of this process came over in _fetch_held_elsewhere)
             with _phase("upload"):
                 q.finish()
                 dev.copies.write(dst, at, as_host(p))

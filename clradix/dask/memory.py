@@ -344,18 +344,6 @@ class HostCopies:
         """:meth:`to_host` begun: ``(numpy array, event)``, the array holding the data once the
         event is complete (an event of ``None``: at once). Into pinned memory the copy is only
         enqueued, so the caller's later commands overlap it; the other routes complete first."""
-        if host is None and not self.in_place and d.nbytes:
-            out = self.pinned.empty(d.size, d.dtype)
-            if out is not None:
-                events = list(wait_for or []) + list(d.events)
-                evt = cl.enqueue_copy(d.queue, out, d.base_data, src_offset=d.offset,
-                                      wait_for=events or None, is_blocking=False)
-                return out.reshape(d.shape), evt
-        return self.to_host(d, host, wait_for), None
-
-    def to_host(self, d: Any, host: Optional[np.ndarray] = None, wait_for=None) -> np.ndarray:
-        """The device array ``d`` as a numpy array (``host``: the array :meth:`result` paired
-        with it)."""
         queue = d.queue
         events = list(wait_for or []) + list(d.events)
         if host is not None:   # the device wrote into it: make its writes visible
@@ -363,17 +351,24 @@ class HostCopies:
                 _, evt = cl.enqueue_map_buffer(queue, d.base_data, cl.map_flags.READ, 0,
                                                host.shape, host.dtype, wait_for=events or None)
                 evt.wait()
-            return host
+            return host, None
         if self.in_place or not d.nbytes:
-            return d.get(queue)
+            return d.get(queue), None
         out = self.pinned.empty(d.size, d.dtype)
-        off = d.offset
         if out is not None:
-            cl.enqueue_copy(queue, out, d.base_data, src_offset=off, wait_for=events or None,
-                            is_blocking=True)
-            return out.reshape(d.shape)
+            evt = cl.enqueue_copy(queue, out, d.base_data, src_offset=d.offset,
+                                  wait_for=events or None, is_blocking=False)
+            return out.reshape(d.shape), evt
         out = np.empty(d.shape, d.dtype)
-        self.staging.read(out, d.base_data, off, events or None)
+        self.staging.read(out, d.base_data, d.offset, events or None)
+        return out, None
+
+    def to_host(self, d: Any, host: Optional[np.ndarray] = None, wait_for=None) -> np.ndarray:
+        """The device array ``d`` as a numpy array (``host``: the array :meth:`result` paired
+        with it)."""
+        out, evt = self.to_host_started(d, host, wait_for)
+        if evt is not None:
+            evt.wait()
         return out
 
 

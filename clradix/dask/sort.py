@@ -214,10 +214,9 @@ def _group_count():
     workers when a client computes (the devices each worker process drives; one for a worker
     that has picked none yet), else one per device of this process (a local scheduler); and
     the processes that run the tasks."""
-    from . import devices
     client = _scheduling_client()
     if client is None:
-        return max(1, len(devices._devices)), 1
+        return _process_device_count(), 1
     try:
         counts = client.run(_process_device_count)
     except Exception:   # a client without live workers: one group is always correct
