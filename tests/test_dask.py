@@ -498,6 +498,34 @@ def test_on_device_chunks(client, rng):
     np.testing.assert_array_equal(bits_of(s.compute()), bits_of(x[want]))
 
 
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_on_device_compute_is_numpy(rng, partitions):
+    """compute() of results kept on the device gives a numpy array whatever the number of
+    chunks (one chunk took another path in Dask than several and came back a DeviceChunk);
+    persist() keeps them DeviceChunks. Sort, argsort, to_device, and top-k of resident keys."""
+    x = keys(rng, np.int32, 1000)
+    want = ref_argsort(x)
+    d = da.from_array(x, chunks=(1000 // partitions,))
+    with dask.config.set(scheduler="synchronous"):
+        resident = crd.to_device(d)
+        ops = [(crd.sort(d, partitions=partitions, on_device=True), x[want]),
+               (crd.argsort(d, partitions=partitions, on_device=True), want),
+               (crd.sort(resident, partitions=partitions, on_device=True), x[want]),
+               (resident, x),
+               (crd.topk(resident, 7), ref_topk(x, 7)[0][0]),
+               (crd.argtopk(resident, -7), ref_topk(x, 7, largest=False)[1][0])]
+        for i, (op, expect) in enumerate(ops):
+            got = op.compute()
+            assert type(got) is np.ndarray, (i, type(got))
+            np.testing.assert_array_equal(got, expect, err_msg=str(i))
+        for op, _ in ops[:4]:
+            blocks = dask.compute(*op.persist().to_delayed())
+            assert all(isinstance(b, crd.DeviceChunk) and b.on_device for b in blocks)
+    # a chunk's copy() is a numpy array of its own, also of a chunk held on the host
+    held = crd.DeviceChunk(host=x)
+    assert type(held.copy()) is np.ndarray and not np.shares_memory(held.copy(), x)
+
+
 def test_pinned_pool_reuse():
     """Pinned result arrays: a dropped array's buffer serves a later one of about its size
     (not one under half of it); past the limit, None (the caller falls back to numpy)."""

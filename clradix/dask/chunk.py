@@ -96,6 +96,13 @@ class DeviceChunk:
             return a.get()
         return dev.copies.to_host(a.with_queue(dev.queue))
 
+    def copy(self) -> np.ndarray:
+        """The chunk as a numpy array of its own (never the held host array itself). Dask's
+        ``compute()`` of an array of one chunk returns ``chunk.copy()`` (of several, the chunks
+        concatenated by numpy), so either way it gives a numpy array."""
+        host = self.get()
+        return host.copy() if self._host is not None else host
+
     def __array__(self, dtype=None, copy=None):
         a = self.get()
         return a if dtype is None else a.astype(dtype, copy=False)
