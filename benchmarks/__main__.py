@@ -1,23 +1,6 @@
-"""The benchmark tool: ``python -m benchmarks <command> [options]``.
-
-Commands (``python -m benchmarks <command> --help`` for each one's options):
-
-    matrix   every device, operation, dtype and size: clradix beside pyopencl, numpy, CuPy, torch
-    gpu      clradix's sorts on one device beside CUB (CuPy) and torch: check suite, key types,
-             onesweep variants, size sweep, per-kernel breakdown
-    topk     top-k on one device beside torch.topk
-    segmented  batched rows and segments on one device beside torch.sort(dim=-1), cupy.sort
-    large    sorts too large for CI (2^31 keys), checked in full on the host
-    stress   onesweep's ring-wrapping cases many times in fresh processes with a time limit
-    dask     clradix.dask (sort, top-k) on 1 worker and device vs 2, beside numpy chunk functions
-    latency  per-call cost of small and mid sorts (single call, stream, host enqueue time)
-             beside CuPy, torch and numpy
-    cpu      CPU devices beside numpy's default and stable kinds, per call (sort, argsort,
-             top-k, rows)
-    api      the numpy-like functions per call (pooled results, int64 and uint32 indices)
-             beside torch, CuPy and numpy
-    after    what comes after a sort (searchsorted, unique, run lengths, lexsort, several
-             value arrays) beside CuPy, torch and numpy
+"""The benchmark tool: ``python -m benchmarks <command> [options]``, and
+``python -m benchmarks <command> --help`` for a command's options. The commands, listed below,
+are modules of this package; each one's summary is the first paragraph of its docstring.
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -36,12 +19,23 @@ COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, 
             "after": after_sort}
 
 
+def plain(text):
+    """Docstring text as help shows it: without reST's literal quotes."""
+    return text.replace("``", "")
+
+
+def summary(module):
+    """The first paragraph of ``module``'s docstring on one line: a command's summary, whole
+    (its first line alone stops mid-sentence)."""
+    return plain(" ".join(module.__doc__.strip().split("\n\n")[0].split()))
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=plain(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", metavar="command", required=True)
     for name, module in COMMANDS.items():
-        p = sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__,
+        p = sub.add_parser(name, help=summary(module), description=plain(module.__doc__),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
     args = ap.parse_args(argv)

@@ -47,24 +47,13 @@ def _pick_device(spec):
 # ---------------------------------------------------------------- argument types (argparse type=)
 
 def key_dtype(text):
-    """A key dtype from a name such as ``u32`` or ``float32`` (the one parser of every command)."""
-    from .core.keys import _BFLOAT16_NAMES, KEY_DTYPES, SHORT_NAMES, parse_dtype
+    """A key dtype from a name such as ``u32``, ``float32`` or ``bool`` (the one parser, and the
+    one list of key dtypes, of every command: :func:`clradix.core.keys.parse_dtype`)."""
+    from .core.keys import parse_dtype
     try:
         return parse_dtype(text)
-    except TypeError as exc:
-        if SHORT_NAMES.get(text.strip(), text.strip()) in _BFLOAT16_NAMES:
-            raise argparse.ArgumentTypeError(str(exc)) from None   # what to install
-        raise argparse.ArgumentTypeError(
-            f"unsupported key dtype {text.strip()!r}: expected one of "
-            f"{', '.join(str(d) for d in KEY_DTYPES)} (or {', '.join(SHORT_NAMES)})") from None
-
-
-def demo_dtype(text):
-    """The demo's key dtype: a key_dtype, or bool (random keys of False and True)."""
-    if text.strip() in ("bool", "bool_", "b1", "?"):
-        import numpy as np
-        return np.dtype(np.bool_)
-    return key_dtype(text)
+    except TypeError as exc:   # names the key dtypes (bfloat16 without ml_dtypes: what to install)
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def key_dtypes(text):
@@ -180,6 +169,8 @@ def _numpy_calls(keys, op, k, descending):
     import numpy as np
     if op == "topk":
         def topk():
+            if k == 0:   # argpartition takes no kth of n: nothing to select
+                return np.empty(0, np.intp)
             part = np.argpartition(keys, keys.size - k)[keys.size - k:]
             return part[np.argsort(keys[part], kind="stable")[::-1]]
         return [("np.argpartition + sort of the k", topk)]
@@ -249,7 +240,7 @@ def cmd_demo(args):
         ok = np.array_equal(got.astype(np.int64), order[:k])
         check = f"the {k} {'smallest' if args.descending else 'largest'}, ranked, ties by position"
     if op != "topk":
-        print(f"policy  {_policy_line(sorter.plan(dev, keys.dtype, keys.size))}")
+        print(f"policy  {sorter.plan(dev, keys.dtype, keys.size).label}")
     what = f"{op} of {keys.size} {keys.dtype} keys" + (f", k={k}" if op == "topk" else "") + \
         (" descending" if args.descending and op != "topk" else "") + \
         (" smallest" if args.descending and op == "topk" else "")
@@ -266,21 +257,6 @@ def cmd_demo(args):
                 print(f"  {label:38s} {t:10.2f}   {ms / t if t else float('inf'):.2f}")
     print(f"check   {'OK: ' + check if ok else 'MISMATCH: not ' + check}")
     return 0 if ok else 1
-
-
-def _policy_line(policy):
-    """The policy's algorithm and tile, and only those other fields that differ from the
-    defaults (a chunks plan does not list onesweep's fields)."""
-    import dataclasses
-    shown = ("algorithm", "radix_bits", "wg_size", "items_per_thread")
-    parts = [f"{name}={getattr(policy, name)!r}" for name in shown]
-    for f in dataclasses.fields(policy):
-        if f.name in shown or f.default is dataclasses.MISSING:
-            continue
-        value = getattr(policy, f.name)
-        if value != f.default:
-            parts.append(f"{f.name}={value!r}")
-    return ", ".join(parts)
 
 
 def cmd_info(args):
@@ -322,12 +298,7 @@ def cmd_plan(args):
         print(f"{prof.describe()}: {'autotuned' if tuned else 'built-in'} policies")
         for dtype in args.dtypes:
             for lg in (10, 16, 20, 24, 28):
-                pol = sorter.plan(dev, dtype, 1 << lg)
-                extra = (f" ranking={pol.ranking}" if pol.algorithm in ("onesweep", "hybrid")
-                         else "")
-                print(f"  {str(dtype):8s} 2^{lg:<3d} {pol.algorithm:17s} "
-                      f"radix_bits={pol.radix_bits} "
-                      f"wg={pol.wg_size} items={pol.items_per_thread}{extra}")
+                print(f"  {str(dtype):8s} 2^{lg:<3d} {sorter.plan(dev, dtype, 1 << lg).label}")
     return 0
 
 
@@ -367,7 +338,9 @@ def build_parser():
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help=verbose_help)
     sub = ap.add_subparsers(dest="cmd")
-    dtype_help = "key dtype: uint8 ... float64, or u8 ... f64"
+    # every key dtype (clradix.core.keys.KEY_DTYPE_NAMES; written out: help imports no numpy)
+    dtype_names = "uint8 ... float64, bool or bfloat16, or short: u8 ... f64, bf16"
+    device_help = "device index or name substring, as `info` lists them"
 
     def command(name, what):
         return sub.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".",
@@ -376,11 +349,11 @@ def build_parser():
     demo = command("demo", "sort random keys or a .npy file and check against numpy")
     demo.add_argument("--n", type=non_negative, default=1 << 22,
                       help="number of random keys (2^22)")
-    demo.add_argument("--dtype", type=demo_dtype, default="uint32",
-                      help=f"{dtype_help}, or bool (uint32)")
+    demo.add_argument("--dtype", type=key_dtype, default="uint32",
+                      help=f"key dtype (uint32): {dtype_names}")
     demo.add_argument("--file", type=keys_file, metavar="FILE",
                       help="a .npy file of keys (1-D) to sort instead of random ones")
-    demo.add_argument("--device", help="device index or name substring (default: see info)")
+    demo.add_argument("--device", help=f"{device_help} (default: the one `info` names)")
     demo.add_argument("--op", choices=("sort", "argsort", "topk"), default="sort",
                       help="what to time and check (sort)")
     demo.add_argument("--k", type=non_negative, default=100, help="top-k's k (100)")
@@ -392,13 +365,15 @@ def build_parser():
                       help="seed of the random keys (0): the same seed, the same keys")
     info = command("info", "list OpenCL devices and which one clradix uses by default")
     plan = command("plan", "print the policy the planner picks per device and size")
-    plan.add_argument("--device")
+    plan.add_argument("--device", help=f"{device_help} (default: every device that builds "
+                                       f"kernels)")
     plan.add_argument("--dtypes", type=key_dtypes, default="uint32,float32,uint64",
-                      help="comma-separated key dtypes (uint32,float32,uint64)")
+                      help=f"comma-separated key dtypes (uint32,float32,uint64): {dtype_names}")
     tune = command("autotune", "time candidate policies and remember the fastest")
-    tune.add_argument("--device")
+    tune.add_argument("--device", help=f"{device_help} (default: every device that builds "
+                                       f"kernels)")
     tune.add_argument("--dtypes", type=key_dtypes, default="uint32,float32",
-                      help="comma-separated key dtypes (uint32,float32)")
+                      help=f"comma-separated key dtypes (uint32,float32): {dtype_names}")
     tune.add_argument("--sizes", type=log2_sizes, default="16,20,24",
                       help="log2 sizes (16,20,24)")
     tune.add_argument("--repeat", type=positive, default=5,

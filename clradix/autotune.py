@@ -11,6 +11,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
+from .bench import random_keys
 from .core.device import DeviceProfile
 from .core.keys import key_codec, parse_dtype
 from .core.errors import PolicyError
@@ -80,9 +81,7 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
     for dtype in dtypes:
         dt = parse_dtype(dtype)
         for lg in log2_sizes:
-            keys = rng.integers(0, 256, (1 << lg) * dt.itemsize, dtype=np.uint8).view(dt)
-            if dt.kind == "f":
-                keys = rng.standard_normal(1 << lg).astype(dt)
+            keys = random_keys(rng, dt, 1 << lg, floats="normal")
             default = plan_sort(profile, key_codec(dt), None, 1 << lg)
             mine = [dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms, ratio=ratio,
                          default=pol == default)
@@ -94,8 +93,8 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
                 winners[(str(dt), lg)] = SortPolicy(**best["policy"])
                 dms = [r["ms"] for r in mine if r["default"]]
                 gap = f"{dms[0] / best['ms']:.2f}x the best" if dms else "not among the candidates"
-                log(f"{dt} 2^{lg}: best {best['ms']:.3f} ms {_short(winners[(str(dt), lg)])}; "
-                    f"planner default {_short(default)} is {gap}")
+                log(f"{dt} 2^{lg}: best {best['ms']:.3f} ms {winners[(str(dt), lg)].label}; "
+                    f"planner default {default.label} is {gap}")
             pool.free_held()
     return winners, rows
 
@@ -180,11 +179,6 @@ def _time_paired(timed, ref_at, run_once, repeat):
             yield pol, ratio * ref_ms, ratio
 
 
-def _short(pol):
-    s = f"{pol.algorithm}/{pol.radix_bits}b/{pol.wg_size}x{pol.items_per_thread}"
-    return s + (f"/{pol.ranking}" if pol.algorithm in ("onesweep", "hybrid") else "")
-
-
 def report(rows, device_label):
     """Markdown: per dtype and size, the best time of each (algorithm, radix bits), the planner's
     default and the autotuned winner."""
@@ -206,7 +200,7 @@ def report(rows, device_label):
                  else "-")
         pol = SortPolicy(**best["policy"])
         out.append(f"| {dtype} | 2^{lg} | " + " | ".join(cells)
-                   + f" | {dtext} | {best['ms']:.3f} ms {_short(pol)} |")
+                   + f" | {dtext} | {best['ms']:.3f} ms {pol.label} |")
     out += ["", "Milliseconds per sort: each candidate's median time over the planner default's "
             "time just before it (back-to-back pairs), times the default's median."]
     return "\n".join(out) + "\n"

@@ -116,3 +116,70 @@ def test_demo_ops_beside_numpy(capsys, op, shows):
                  "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "OK:" in out and "np." not in out, out
+
+
+def test_demo_topk_of_zero_keys(capsys):
+    """--k 0 selects nothing, as clradix.topk and numpy do: an empty result, checked."""
+    for extra in ([], ["--descending"]):
+        code, out, err = run(["demo", "--op", "topk", "--k", "0", "--n", "1000",
+                              "--repeat", "1"] + extra, capsys)
+        assert (code, err) == (0, ""), (out, err)
+        assert "k=0" in out and "OK: the 0 " in out, out
+
+
+def _device_index(ctx):
+    from clradix.core.device import all_devices
+    return str([d.int_ptr for d in all_devices()].index(ctx.devices[0].int_ptr))
+
+
+def test_plan_prints_every_field_and_takes_bool(ctx, capsys):
+    """plan's line per size is the whole policy (bucket_keys and every other field that is not
+    its default), for every key dtype the demo takes, bool and float16 among them."""
+    from clradix import Sorter
+    code, out, err = run(["plan", "--device", _device_index(ctx), "--dtypes", "bool,f16,u32"],
+                         capsys)
+    assert code == 0 and not err, err
+    sorter, dev = Sorter(ctx), ctx.devices[0]
+    lines = out.splitlines()[1:]
+    want = [f"  {str(np.dtype(dt)):8s} 2^{lg:<3d} {sorter.plan(dev, dt, 1 << lg).label}"
+            for dt in (np.bool_, np.float16, np.uint32) for lg in (10, 16, 20, 24, 28)]
+    assert lines == want
+
+
+def test_policy_label_tells_policies_apart():
+    """Policies that differ in any one field have different labels; defaults are left out."""
+    import dataclasses
+    from clradix.policies.sort import SortPolicy
+    base = SortPolicy("chunks", 8, 1, 4096)
+    assert base.label == "chunks/8b/1x4096"
+    assert SortPolicy("onesweep", 8, 256, 16, ranking="ptx").label == "onesweep/8b/256x16/ptx"
+    other = {bool: lambda v: not v, int: lambda v: v + 1, str: lambda v: v + "x"}
+    labels = {base.label}
+    for f in dataclasses.fields(SortPolicy):
+        value = getattr(base, f.name)
+        changed = dataclasses.replace(base, **{f.name: other[type(value)](value)})
+        assert changed.label not in labels, (f.name, changed.label)
+        labels.add(changed.label)
+    assert dataclasses.replace(base, bucket_keys=65536).label == "chunks/8b/1x4096 bucket_keys=65536"
+
+
+def test_autotune_names_what_the_policies_differ_in(ctx, monkeypatch):
+    """The planner's default and a best candidate that differ only in bucket_keys are told
+    apart in autotune's log line and report."""
+    import dataclasses
+    import clradix.autotune as at
+    picked = []
+
+    def time_candidates(ctx_, queue, pool, profile, keys, default, repeat, seconds, log):
+        other = dataclasses.replace(default, bucket_keys=default.bucket_keys + 4096)
+        picked.append((default, other))
+        return [(default, 1.22, 1.0), (other, 1.0, 1 / 1.22)]
+    monkeypatch.setattr(at, "_time_candidates", time_candidates)
+    lines = []
+    winners, rows = at.autotune(ctx.devices[0], ["uint32"], [12], 1, log=lines.append)
+    (default, other), = picked
+    assert winners == {("uint32", 12): other}
+    assert lines == [f"uint32 2^12: best 1.000 ms {other.label}; planner default "
+                     f"{default.label} is 1.22x the best"]
+    assert other.label != default.label and "bucket_keys=" in other.label
+    assert f"| 1.220 ms (1.22x best) | 1.000 ms {other.label} |" in at.report(rows, "device")

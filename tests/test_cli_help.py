@@ -89,3 +89,28 @@ def test_parser_and_default_command():
                           (["--verbose", "plan", "--device", "0"], True)):
         args = ap.parse_args(argv)
         assert args.verbose is verbose and args.cmd == argv[0 if argv[0][0] != "-" else 1]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_has_help(command):
+    """Each option of each command says what it takes (--device of plan and autotune too), and
+    each dtype option names bool among the key dtypes."""
+    _, parsers = build_parser()
+    for action in parsers[command]._actions:
+        assert action.help, (command, action.option_strings)
+        if "dtype" in action.dest:
+            assert "bool" in action.help and "float64" in action.help, action.help
+
+
+def test_benchmark_summaries_are_whole():
+    """``python -m benchmarks --help`` gives each command's whole summary (the first paragraph
+    of its module's docstring), not its first line cut mid-sentence."""
+    import benchmarks.__main__ as bm
+    proc = _python("-m", "benchmarks", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "``" not in proc.stdout
+    text = "".join(proc.stdout.split())   # (however help wraps its lines)
+    for name, module in bm.COMMANDS.items():
+        first = "".join(module.__doc__.strip().split("\n\n")[0].split()).replace("``", "")
+        assert first.endswith("."), (name, first)
+        assert name + first in text, (name, first)

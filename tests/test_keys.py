@@ -7,7 +7,7 @@ import pytest
 import clradix
 import clradix.core.keys
 from clradix.__main__ import main
-from clradix.core.keys import KEY_DTYPES, key_codec, parse_dtype
+from clradix.core.keys import KEY_DTYPE_NAMES, KEY_DTYPES, key_codec, parse_dtype
 
 
 def test_bool_codec_is_its_byte(rng):
@@ -23,12 +23,18 @@ def test_bool_codec_is_its_byte(rng):
     assert np.dtype(bool) not in KEY_DTYPES and clradix.KEY_DTYPES == KEY_DTYPES
 
 
-def test_command_line_names_exclude_bool():
-    """Random bits are not bools: the command line's names are KEY_DTYPES and bfloat16."""
+def test_command_line_names_are_every_key_dtype():
+    """The command lines take every key dtype (KEY_DTYPE_NAMES: bool too, whose random keys
+    clradix.bench makes of False and True), by name or short name; a refusal lists them all."""
     assert parse_dtype("u8") == np.uint8 and parse_dtype(" float64 ") == np.float64
     for name in ("bool", "?", "b1"):
-        with pytest.raises(TypeError, match="unsupported key dtype"):
-            parse_dtype(name)
+        assert parse_dtype(name) == np.bool_
+    for name in KEY_DTYPE_NAMES:
+        if name != "bfloat16":   # (with ml_dtypes only: test_bfloat16_with_ml_dtypes)
+            assert str(parse_dtype(name)) == name
+    with pytest.raises(TypeError, match="unsupported key dtype 'c8'") as info:
+        parse_dtype("c8")
+    assert all(name in str(info.value) for name in KEY_DTYPE_NAMES), str(info.value)
 
 
 def test_bfloat16_refusal_names_the_extra(monkeypatch, capsys):

@@ -39,6 +39,21 @@ def test_saved_winners_drive_the_planner(ctx, cache):
     assert clradix.Sorter(ctx, radix_bits=8).plan(dev, np.float32, 1 << 20).radix_bits == 8
 
 
+def test_every_key_dtype_is_saved_and_read_back(ctx, cache):
+    """autotune takes every key dtype (bool too): the cache reads each one's winners back, and
+    the planner uses them for those keys."""
+    import warnings
+    dev = ctx.devices[0]
+    prof = DeviceProfile.from_device(dev)
+    tuned = SortPolicy("reduce_then_scan", 4, 64, 8)
+    winners = {(name, 12): tuned for name in clradix.core.keys.KEY_DTYPE_NAMES}
+    tuning.save(prof, winners)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tuning.tuned_table(prof) == winners
+    assert clradix.Sorter(ctx).plan(dev, np.bool_, 1 << 12) == tuned
+
+
 def test_disabled_by_environment(ctx, cache, monkeypatch):
     prof = DeviceProfile.from_device(ctx.devices[0])
     tuning.save(prof, {("uint32", 20): SortPolicy("reduce_then_scan", 2, 64, 4)})

@@ -113,6 +113,10 @@ KEY_DTYPES = tuple(_CODECS)
 # bool keys are their bytes (uint8's order; not in KEY_DTYPES, which lists numpy's numeric types)
 _CODECS[np.dtype(np.bool_)] = KeyCodec(np.dtype(np.bool_), "uint", 8)
 
+# The names of every key dtype: numpy's numeric types, bool, and bfloat16 (with ml_dtypes). The one
+# list that the command lines (parse_dtype) and the tuning cache's entries take.
+KEY_DTYPE_NAMES = tuple(str(d) for d in KEY_DTYPES) + ("bool", "bfloat16")
+
 _ml_dtypes: Optional[ModuleType]
 try:  # bfloat16 keys where the optional ml_dtypes package provides the dtype (not in KEY_DTYPES,
     # which lists numpy's own types)
@@ -168,9 +172,9 @@ SHORT_NAMES = {"u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
 
 
 def parse_dtype(name):
-    """A key dtype from a name such as ``u32``, ``float32`` or ``bf16``: one of KEY_DTYPES, or
-    bfloat16. Names typed on a command line, where keys are made of random bits: bool (whose
-    only bytes are 0 and 1) is not one of them."""
+    """A key dtype from a name such as ``u32``, ``float32``, ``bool`` or ``bf16``: any key dtype
+    (:data:`KEY_DTYPE_NAMES`, each command line's one list); TypeError naming the key dtypes,
+    and for bfloat16 without ml_dtypes what to install."""
     name = str(name).strip()
     name = SHORT_NAMES.get(name, name)
     if name in _BFLOAT16_NAMES:
@@ -178,11 +182,11 @@ def parse_dtype(name):
         if codec is None:
             raise TypeError(f"unsupported key dtype {name!r}: {_BFLOAT16_MISSING}")
         return codec.dtype
-    d = key_codec(name).dtype
-    if d not in KEY_DTYPES:
-        raise TypeError(f"unsupported key dtype {name!r} here: expected one of "
-                        f"{', '.join(str(k) for k in KEY_DTYPES)} or bfloat16")
-    return d
+    try:
+        return key_codec(name).dtype
+    except TypeError:
+        raise TypeError(f"unsupported key dtype {name!r}: expected one of {_supported()}, "
+                        f"or {', '.join(SHORT_NAMES)}") from None
 
 
 def key_codec(dtype: DTypeLike) -> KeyCodec:

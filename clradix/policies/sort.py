@@ -72,6 +72,21 @@ class SortPolicy:
     def radix(self):
         return 1 << self.radix_bits
 
+    @property
+    def label(self):
+        """The policy on one line, for reports: ``algorithm/<radix_bits>b/<wg_size>x<items>``
+        (``/ranking`` where the kernels rank by subgroups), then ``field=value`` for every other
+        field that differs from its default. Two different policies never share a label."""
+        text = f"{self.algorithm}/{self.radix_bits}b/{self.wg_size}x{self.items_per_thread}"
+        shown = {"algorithm", "radix_bits", "wg_size", "items_per_thread"}
+        if self.ranks_by_subgroups:
+            text += f"/{self.ranking}"
+            shown.add("ranking")
+        for f in self.__dataclass_fields__.values():
+            if f.name not in shown and getattr(self, f.name) != f.default:
+                text += f" {f.name}={getattr(self, f.name)}"
+        return text
+
     def stage_bytes(self, key_bytes, index_bytes, value_bytes=0):
         """Onesweep's staging area in local memory: a tile of keys, then of values; os_fused also
         counts every pass's digits (MAXP x RADIX words) and scans (wg_size indices) there. The

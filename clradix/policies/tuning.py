@@ -16,7 +16,7 @@ import warnings
 from dataclasses import asdict
 
 from .._version import __version__
-from ..core.keys import KEY_DTYPES
+from ..core.keys import KEY_DTYPE_NAMES
 from .sort import policy_from_fields
 
 FORMAT = 1
@@ -77,17 +77,14 @@ def tuned_table(profile):
     return table
 
 
-_DTYPE_NAMES = tuple(str(d) for d in KEY_DTYPES)
-
-
 def _entry_key(key):
     """(dtype name, log2 n) of a cache entry's key ``"dtype:log2n"``; ValueError naming the
     problem if it is not one."""
     dtype, sep, lg = key.partition(":")
     size_ok = lg.isascii() and lg.isdigit() and int(lg) <= 64
-    if not sep or dtype not in _DTYPE_NAMES or not size_ok:
+    if not sep or dtype not in KEY_DTYPE_NAMES or not size_ok:
         raise ValueError(f"expected a key \"dtype:log2n\" with dtype one of "
-                         f"{', '.join(_DTYPE_NAMES)} and log2n from 0 to 64")
+                         f"{', '.join(KEY_DTYPE_NAMES)} and log2n from 0 to 64")
     return dtype, int(lg)
 
 
