@@ -1,7 +1,8 @@
-"""mypy on the package and on the README's python examples (scripts/check-readme-examples.py),
-with the configuration in setup.cfg; and a broken example fails that check, wrong types that the
-annotations of sort, argsort and topk reveal included (numpy in, numpy out; pyopencl Arrays in,
-pyopencl Arrays out)."""
+"""mypy on the package and on the python examples of README.md and docs/usage.md
+(scripts/check-readme-examples.py: each block a module of its own), with the configuration in
+setup.cfg; and a broken example fails that check, wrong types that the annotations of sort,
+argsort and topk reveal included (numpy in, numpy out; pyopencl Arrays in, pyopencl Arrays
+out)."""
 
 import subprocess
 import sys
@@ -31,8 +32,11 @@ def test_package(cache_dir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_readme_examples(cache_dir):
-    proc = _run(str(CHECK), str(ROOT / "README.md"), "--cache-dir", str(cache_dir))
+@pytest.mark.parametrize("page", ["README.md", "docs/usage.md"])
+def test_readme_examples(cache_dir, page):
+    """Each example block of the page, checked as a module of its own: it stands alone (a block
+    that needs names of an earlier one fails)."""
+    proc = _run(str(CHECK), str(ROOT / page), "--cache-dir", str(cache_dir))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
