@@ -94,6 +94,24 @@ CASES = [
                                       index_dtype=np.int64)),
     ("argsort out short", ValueError, "out: n=1000 exceeds the array's 999 elements by 1",
      lambda s, q: s["sorter"].argsort(q, s["d_keys"], out=cl_array.empty(q, 999, np.uint32))),
+    # an out= of another dtype is named as out (it once blamed index_dtype, never passed)
+    ("module argsort out dtype", TypeError, "out: indices are int32, uint32, int64 or uint64, "
+     "got dtype('float32')",
+     lambda s, q: clradix.argsort(s["d_keys"], out=cl_array.empty(q, 1000, np.float32))),
+    ("module argsort numpy out dtype", TypeError, "out: indices are int32, uint32, int64 or "
+     "uint64, got dtype('float32')",
+     lambda s, q: clradix.argsort(s["keys"], out=np.empty(1000, np.float32), queue=q)),
+    ("module topk out dtype", TypeError, "out[1] (indices): indices are int32, uint32, int64 "
+     "or uint64, got dtype('float32')",
+     lambda s, q: clradix.topk(s["d_keys"], 3, out=(cl_array.empty(q, 3, np.uint32),
+                                                    cl_array.empty(q, 3, np.float32)))),
+    ("module searchsorted out dtype", TypeError, "out: indices are int32, uint32, int64 or "
+     "uint64, got dtype('float32')",
+     lambda s, q: clradix.searchsorted(s["d_keys"], s["d_keys"],
+                                       out=cl_array.empty(q, 1000, np.float32))),
+    ("module lexsort out dtype", TypeError, "out: indices are int32, uint32, int64 or uint64, "
+     "got dtype('float32')",
+     lambda s, q: clradix.lexsort([s["d_keys"]], out=cl_array.empty(q, 1000, np.float32))),
     ("module sort on a Buffer", TypeError,
      "a: a Buffer does not say its shape or type: wrap it in a pyopencl.array.Array",
      lambda s, q: clradix.sort(s["buf"])),

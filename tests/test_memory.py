@@ -145,3 +145,32 @@ def test_default_pool_per_queue(ctx, queue, rng):
         return  # the device has no out-of-order queues
     assert sorter._pools.allocator(ooo) is None
     check_sort(ooo, sorter, float_specials(rng, np.float32, n), "pairs")
+
+
+def test_numpy_input_beyond_the_largest_allocation(ctx, queue, tmp_path):
+    """A numpy input larger than the device allocates at once is a MemoryError naming the bytes
+    and the limit, raised before anything is allocated (it was pyopencl's LogicError
+    INVALID_BUFFER_SIZE), for every function that copies numpy inputs to the device. The input
+    is a sparse file mapped read-only: no host memory is spent on it."""
+    limit = ctx.devices[0].max_mem_alloc_size
+    n = limit // 4 + 1
+    path = tmp_path / "huge"
+    with open(path, "wb") as f:
+        f.truncate(n * 4)
+    huge = np.memmap(path, dtype=np.float32, mode="r", shape=(n,))
+    small = np.arange(3, dtype=np.float32)
+    d_small = cl_array.to_device(queue, small)
+    for name, call in [
+            ("sort", lambda: clradix.sort(huge, queue=queue)),
+            ("argsort", lambda: clradix.argsort(huge, queue=queue)),
+            ("topk", lambda: clradix.topk(huge, 3, queue=queue)),
+            ("unique", lambda: clradix.unique(huge, queue=queue)),
+            ("run_lengths", lambda: clradix.run_lengths(huge, queue=queue)),
+            ("searchsorted", lambda: clradix.searchsorted(small, huge, queue=queue)),
+            ("searchsorted on the device", lambda: clradix.searchsorted(d_small, huge)),
+            ("lexsort", lambda: clradix.lexsort([huge], queue=queue))]:
+        with pytest.raises(MemoryError) as info:
+            call()
+        msg = str(info.value)
+        assert f"allocating {n * 4} bytes of the device copy of " in msg, (name, msg)
+        assert f"allocates at most {limit} bytes at once" in msg, (name, msg)

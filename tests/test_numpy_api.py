@@ -72,6 +72,8 @@ def test_descending_must_be_a_bool(queue, bad):
             with pytest.raises(TypeError, match="descending must be a bool"):
                 fn(a, descending=bad, queue=queue)
     for name in ("largest", "sorted"):
+        if name == "largest" and bad is None:   # largest=None: the default (mode decides)
+            continue
         with pytest.raises(TypeError, match=f"{name} must be a bool"):
             clradix.topk(d, 2, **{name: bad})
     np.testing.assert_array_equal(d.get(), x)
@@ -104,6 +106,13 @@ def test_array_api_spellings(queue, rng):
         clradix.topk(d, 3, mode="max")
     with pytest.raises(ValueError, match="contradicts largest=False"):
         clradix.topk(d, 3, largest=False, mode="largest")
+    # the other conflict too (it once took mode silently), by keyword and by position
+    with pytest.raises(ValueError, match="mode='smallest' contradicts largest=True"):
+        clradix.topk(d, 3, largest=True, mode="smallest")
+    with pytest.raises(ValueError, match="mode='smallest' contradicts largest=True"):
+        clradix.topk(x, 3, -1, True, mode="smallest", queue=queue)
+    r = clradix.topk(d, 3, largest=True, mode="largest")   # agreeing: taken
+    np.testing.assert_array_equal(r.values.get(), -np.sort(-x, axis=-1)[:, :3])
 
 
 # ----------------------------------------------------------------------------- shapes and axes
@@ -368,3 +377,61 @@ def test_wide_indices_by_widening(queue, rng, monkeypatch, widen_from):
                 i = clradix.argsort(d, descending=descending, index_dtype=index_dtype)
                 assert i.dtype == np.dtype(index_dtype)
                 np.testing.assert_array_equal(i.get(), ref_argsort_axis(x, -1, descending))
+
+
+# ----------------------------------------------------------------------------- ndarray subclasses
+
+def _subclass_calls(queue, x):
+    """Every public function given ``x`` where it takes a host array."""
+    s = np.sort(np.asarray(x).ravel())
+    d = cl_array.to_device(queue, s)
+    sorter = clradix.Sorter(queue.context)
+    return [
+        ("sort", lambda: clradix.sort(x, queue=queue)),
+        ("argsort", lambda: clradix.argsort(x, queue=queue)),
+        ("topk", lambda: clradix.topk(x, 2, queue=queue)),
+        ("searchsorted x1", lambda: clradix.searchsorted(x, s, queue=queue)),
+        ("searchsorted x2", lambda: clradix.searchsorted(s, x, queue=queue)),
+        ("searchsorted x2 on the device", lambda: clradix.searchsorted(d, x)),
+        ("unique", lambda: clradix.unique(x, queue=queue)),
+        ("unique_inverse", lambda: clradix.unique_inverse(x, queue=queue)),
+        ("run_lengths", lambda: clradix.run_lengths(x, queue=queue)),
+        ("lexsort list", lambda: clradix.lexsort([s, x], queue=queue)),
+        ("lexsort rows", lambda: clradix.lexsort(x, queue=queue)),
+        ("Sorter.sort segments", lambda: sorter.sort(
+            queue, d, segments=x.astype(np.int64) * 0 if x.ndim == 1 else x)),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_masked_arrays_and_subclasses_are_refused(queue):
+    """A masked array lost its mask silently (sort gave [0.5 1. 2. 3.] where numpy gives
+    [1.0 2.0 3.0 --]); a matrix its two axes: every function refuses them (TypeError naming the
+    remedy) rather than take their values alone; a memmap is a plain array of its values."""
+    masked = np.ma.array([3., 1., 2., .5], mask=[0, 0, 0, 1])
+    for name, call in _subclass_calls(queue, masked):
+        with pytest.raises(TypeError, match="masked array") as info:
+            call()
+        msg = str(info.value)
+        assert ".filled(" in msg and "np.asarray(" in msg, (name, msg)
+    matrix = np.matrix([[3., 1.], [2., .5]])
+    for name, call in _subclass_calls(queue, matrix):
+        with pytest.raises(TypeError, match="a numpy matrix") as info:
+            call()
+        assert "np.asarray(" in str(info.value), (name, str(info.value))
+    # outputs of numpy inputs too: the result would lose its meaning there as well
+    with pytest.raises(TypeError, match="masked array"):
+        clradix.sort(np.arange(4.), out=np.ma.zeros(4), queue=queue)
+    # the remedies give numpy's results
+    np.testing.assert_array_equal(clradix.sort(masked.compressed(), queue=queue), [1, 2, 3])
+    np.testing.assert_array_equal(clradix.sort(np.asarray(matrix), queue=queue),
+                                  np.sort(np.asarray(matrix)))
+    np.testing.assert_array_equal(np.asarray(masked), [3., 1., 2., .5])
+
+
+def test_memmap_inputs_are_taken(queue, tmp_path):
+    x = np.random.default_rng(3).standard_normal(100).astype(np.float32)
+    m = np.memmap(tmp_path / "keys", dtype=np.float32, mode="w+", shape=x.shape)
+    m[:] = x
+    np.testing.assert_array_equal(clradix.sort(m, queue=queue), np.sort(x))
+    np.testing.assert_array_equal(clradix.argsort(m, queue=queue), np.argsort(x, kind="stable"))

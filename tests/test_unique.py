@@ -179,10 +179,20 @@ def test_the_cell_list_recipe(queue, rng):
 
 
 def test_user_event_refused_before_the_read(queue):
+    """The count of unique values (runs) is read back to size the results: a pending user event
+    among the call's events is refused, with a message naming that read (it once spoke of
+    check_offsets=True, which these functions do not take)."""
     d = cl_array.to_device(queue, np.array([3, 1, 3], np.int32))
     gate = cl.UserEvent(queue.context)
     with pytest.raises(ValueError, match="user event"):
         clradix.unique(d, wait_for=[gate])
+    for fn, counted in ((clradix.unique, "unique values"), (clradix.unique_counts,
+                        "unique values"), (clradix.run_lengths, "runs")):
+        with pytest.raises(ValueError) as info:
+            fn(d, wait_for=[gate])
+        msg = str(info.value)
+        assert f"{fn.__name__} reads the number of {counted} back" in msg, msg
+        assert "check_offsets" not in msg and "Complete it before the call" in msg, msg
     gate.set_status(cl.command_execution_status.COMPLETE)
     np.testing.assert_array_equal(clradix.unique(d, wait_for=[gate]).get(), [1, 3])
 

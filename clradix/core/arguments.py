@@ -88,9 +88,7 @@ def operand(obj, ctx, what, dtype=None, n=None, default_dtype=None):
         base = obj.base_data
         if base is not None:
             buffer_size(base, what)
-        if obj.offset % obj.dtype.itemsize:
-            raise ValueError(f"{what}: array offset {obj.offset} bytes is not a multiple of the "
-                             f"itemsize {obj.dtype.itemsize}")
+        check_aligned(obj, what)
         return Operand(base, obj.offset // obj.dtype.itemsize, int(n), obj.dtype, obj,
                        list(obj.events))
     if isinstance(obj, cl.MemoryObjectHolder):
@@ -169,23 +167,85 @@ def overlaps(a, b):
             and ea[1] < eb[2] and eb[1] < ea[2])
 
 
-def check_disjoint(a, b, what, other):
+_SEPARATE = "pass arrays or buffers that share no byte"
+
+
+def check_disjoint(a, b, what, other, remedy=_SEPARATE):
     """ValueError when ``b`` (named ``what``) shares memory with ``a`` (``other``), each an
     Operand or a pyopencl Array: a kernel reading one while writing the other would scramble
-    both."""
-    ea, eb = extent(a), extent(b)
-    if ea is None or eb is None:
-        return
-    (ma, sa, end_a), (mb, sb, end_b) = ea, eb
-    if ma == mb and sa < end_b and sb < end_a:
+    both. ``remedy``: the message's advice."""
+    if overlaps(a, b):
+        (_, sa, end_a), (_, sb, end_b) = extent(a), extent(b)
         raise ValueError(f"{what} overlaps {other} (bytes [{sb}, {end_b}) and [{sa}, {end_a}) of "
-                         f"one buffer): pass a separate buffer")
+                         f"one buffer): {remedy}")
 
 
-def check_all_disjoint(named):
-    """ValueError when any two of ``named`` ((name, Operand, pyopencl Array or None) pairs, the
-    None ones left out) share memory (see :func:`check_disjoint`)."""
-    named = [(what, x) for what, x in named if x is not None]
-    for i, (other, a) in enumerate(named):
-        for what, b in named[i + 1:]:
-            check_disjoint(a, b, what, other)
+def check_outputs(outputs, inputs=(), in_place=None, remedy=_SEPARATE):
+    """The overlap rule of every call, checked before anything is enqueued: ValueError when an
+    output shares a byte with an input or with another output (:func:`check_disjoint`: views,
+    strides and sub-buffers included). A kernel writing an output while another reads an input
+    of the same bytes gives wrong results (and may change the input), whatever the order of
+    the work-items.
+
+    ``outputs`` and ``inputs``: (name, Operand or pyopencl Array or None) pairs, the None ones
+    left out. ``in_place``: the one array (the same object among the outputs and the inputs)
+    that a call writing its result over its input may take, as ``clradix.sort(a, out=a)``;
+    only an operation that really runs in place passes it. ``remedy``: the message's advice."""
+    outs = [(what, x) for what, x in outputs if x is not None]
+    ins = [(what, x) for what, x in inputs if x is not None]
+    for i, (what, out) in enumerate(outs):
+        for other, x in ins + outs[:i]:
+            if in_place is not None and out is in_place and x is in_place:
+                continue
+            check_disjoint(x, out, what, other, remedy)
+
+
+def check_aligned(arr, what, remedy=None):
+    """ValueError unless the pyopencl Array ``arr``'s byte offset and strides are multiples of
+    its itemsize. Kernels address an array by whole elements from its buffer's start (element
+    offset = byte offset // itemsize), so a view that starts between two elements (an Array
+    made with ``offset=`` over another type's data) would be read or written at the wrong
+    bytes. ``remedy``: what to pass instead (default: an aligned copy of an input)."""
+    size = arr.dtype.itemsize
+    if arr.offset % size or any(int(s) % size for s in arr.strides):
+        raise ValueError(f"{what}: a view at byte offset {arr.offset} with strides "
+                         f"{tuple(int(s) for s in arr.strides)}, not multiples of its itemsize "
+                         f"{size}, where kernels address whole elements: "
+                         + (remedy or f"pass an aligned copy ({what}.copy() of a contiguous "
+                                      f"view makes one)"))
+
+
+def refuse_pending_user_events(wait, why):
+    """ValueError when ``wait`` holds a user event not yet complete, for a call that reads a
+    result back on the host (``why`` says which and how to avoid it) and so waits for every
+    event in ``wait``: a caller that completes the event after the call returns would wait for
+    ever. (A user event gating earlier commands of an in-order queue, not among the call's
+    events, cannot be seen here.)"""
+    for evt in wait:
+        if isinstance(evt, cl.UserEvent) and \
+                evt.command_execution_status > cl.command_execution_status.COMPLETE:
+            raise ValueError(f"one of the events the call waits for (wait_for, or the events "
+                             f"of its input arrays) is a user event not yet complete, and "
+                             f"{why}")
+
+
+def host_array(x, what):
+    """``x`` (anything numpy takes) as a numpy array, refusing the ndarray subclasses whose
+    meaning a plain array of their values would lose (TypeError naming the remedy): a masked
+    array's mask (its masked entries would be sorted, searched or counted as values), a
+    matrix's two axes (``np.sort(m, axis=None)`` is a 1 x n matrix in numpy) and any other
+    subclass's own attributes (a unit, a grid). ``np.memmap`` is a plain array of the values in
+    a file, and taken."""
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray and not isinstance(x, np.memmap):
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{what}: a numpy masked array, whose mask clradix would lose "
+                            f"(the values under the mask would count as data): pass "
+                            f"{what}.filled(value) to give masked entries a value, "
+                            f"{what}.compressed() for the unmasked entries alone (1-D), or "
+                            f"np.asarray({what}) to drop the mask")
+        kind = "a numpy matrix" if isinstance(x, np.matrix) else \
+            f"an ndarray subclass ({type(x).__module__}.{type(x).__qualname__})"
+        raise TypeError(f"{what}: {kind}, which clradix would take as a plain array of its "
+                        f"values and return plain arrays: pass np.asarray({what}) if that is "
+                        f"what you mean")
+    return np.asarray(x)

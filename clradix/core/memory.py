@@ -93,6 +93,18 @@ def new_output(queue, what, dtype, shape, allocator):
     return _array(queue, shape, dtype, data, allocator)
 
 
+def upload(queue, host, what):
+    """A pyopencl Array on ``queue`` holding a copy of the C-contiguous numpy array ``host``
+    (the copy done when this returns), in a Buffer of the context as ``new_output`` makes: an
+    array larger than the device allocates at once, or a failed allocation, is a MemoryError
+    naming the bytes and ``what`` they hold, raised before anything is allocated or
+    enqueued."""
+    dev = new_output(queue, what, host.dtype, host.shape, None)
+    if dev.size:
+        dev.set(host, queue=queue)
+    return dev
+
+
 def pooled_output(queue, what, dtype, shape, pool):
     """A new output Array of ``shape`` from the memory ``pool`` (which the Array keeps as its
     ``allocator``): its block goes back to the pool when the Array is freed, for the pool's

@@ -25,10 +25,11 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import Operand, attach_event, check_context, check_queue, overlaps
+from ..core.arguments import (Operand, attach_event, check_aligned, check_context,
+                              check_outputs, check_queue, host_array)
 from ..core.device import default_device
 from ..core.keys import key_codec
-from ..core.memory import new_output, pooled_output
+from ..core.memory import new_output, pooled_output, upload
 from ..core.render import programs_for
 from ..core.sizes import check_index_dtype
 from ..drivers.layout import Gather
@@ -165,7 +166,10 @@ def _axis(axis, ndim):
     return ax % ndim
 
 
-def _check_queue_of(a, queue):
+def _checked_input(a, queue, what="a"):
+    """The queue of a call on the pyopencl Array ``a`` (``queue``, checked, else ``a``'s own),
+    once ``a`` is checked to be addressable by whole elements."""
+    check_aligned(a, what)
     if queue is None:
         queue = a.queue
         if queue is None:
@@ -176,19 +180,43 @@ def _check_queue_of(a, queue):
     return queue
 
 
-def _to_device(a, queue, what):
-    """A host input's device copy (C order) on ``queue``, else the default queue."""
+def _host_input(a, what):
+    """A host input (anything numpy takes but a Buffer and the ndarray subclasses whose meaning
+    would be lost) as a numpy array of a key dtype."""
     if isinstance(a, cl.MemoryObjectHolder):
         raise TypeError(f"{what}: a Buffer does not say its shape or type: wrap it in a "
                         f"pyopencl.array.Array, or use Sorter.sort / Sorter.argsort / "
                         f"Selector.topk, which take Buffers with dtype= and n=")
-    host = np.asarray(a)
+    host = host_array(a, what)
+    key_codec(host.dtype)
+    return host
+
+
+def _to_device(a, queue, what):
+    """A host input's device copy (C order) on ``queue``, else the default queue; MemoryError
+    before anything is allocated when the device cannot hold it (clradix.core.memory.upload)."""
+    host = _host_input(a, what)
     if not host.flags.c_contiguous:   # (ascontiguousarray would make a 0-d array 1-D)
         host = np.ascontiguousarray(host)
-    key_codec(host.dtype)
     if queue is not None and not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue: expected a pyopencl.CommandQueue, got {type(queue).__name__}")
-    return cl_array.to_device(queue or default_queue(), host)
+    return upload(queue or default_queue(), host, f"the device copy of {what}")
+
+
+def _row_length(shape, axis):
+    """The positions an index along ``axis`` of an array of ``shape`` takes (``axis`` None, or a
+    0-d array: the flattened array's); AxisError for an axis out of range."""
+    if axis is None or not shape:
+        return math.prod(shape)
+    return int(shape[_axis(axis, len(shape))])
+
+
+def _index_dtype_of(index_dtype, out, what="out"):
+    """(the index dtype asked for, the argument that asked): ``index_dtype``, else the dtype of
+    ``out`` (named ``what``), else None (int64)."""
+    if index_dtype is None and out is not None and hasattr(out, "dtype"):
+        return out.dtype, what
+    return index_dtype, "index_dtype"
 
 
 # ------------------------------------------------------------------ the layout of one call
@@ -199,7 +227,8 @@ class _Layout:
 
     ``direct``: the rows are ``a``'s own memory, C-contiguous (no gather on the way in);
     ``restore``: the results are made in row order and gathered back into ``a``'s axis order
-    (only when the axis is not last)."""
+    (only when the axis is not last). ``a`` has passed :func:`_checked_input` (its offset and
+    strides are whole elements)."""
 
     def __init__(self, a, axis):
         shape = tuple(int(s) for s in a.shape)
@@ -207,9 +236,6 @@ class _Layout:
         strides = tuple(int(s) // itemsize for s in a.strides)
         self.itemsize = itemsize
         self.context = a.context   # the object the array keeps alive (caches are weak-keyed)
-        if any(int(s) % itemsize for s in a.strides) or a.offset % itemsize:
-            raise ValueError(f"array: strides {a.strides} and offset {a.offset} bytes must be "
-                             f"multiples of the itemsize {itemsize}: make a contiguous copy")
         self.size = math.prod(shape)
         if axis is None:
             self.src_shape, self.src_strides = shape, strides
@@ -311,10 +337,11 @@ def _c_contiguous(shape, strides):
     return True
 
 
-def _result(out, queue, dtype, shape, what, allocator, sorter, a=None):
+def _result(out, queue, dtype, shape, what, allocator, sorter):
     """The array a result is written to: ``out`` checked (a C-contiguous pyopencl Array of
-    ``dtype`` and ``shape`` on the context, not overlapping ``a``), else a new one from
-    ``allocator`` or the queue's pool."""
+    ``dtype`` and ``shape`` on the context, at an aligned offset; its overlaps with the inputs
+    are the caller's to check, with :func:`check_outputs`), else a new one from ``allocator``
+    or the queue's pool."""
     if out is None:
         if allocator is None:
             pool = sorter._pools.allocator(queue)
@@ -330,10 +357,8 @@ def _result(out, queue, dtype, shape, what, allocator, sorter, a=None):
     if not (out.flags.c_contiguous or out.size <= 1):
         raise ValueError(f"{what}: must be C-contiguous (strides {out.strides}); pass a "
                          f"contiguous array")
+    check_aligned(out, what, "pass an output array at an aligned offset")
     check_context(sorter.context, out.context, what)
-    if a is not None and out is not a and overlaps(a, out):
-        raise ValueError(f"{what} overlaps the input array: pass a separate array (or the "
-                         f"input itself, for sort, to sort in place)")
     return out
 
 
@@ -413,7 +438,7 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
         dev = _to_device(a, queue, "a")
         res = sort(dev, axis, descending=descending, allocator=allocator)
         return _host_result(res, out, "out")
-    queue = _check_queue_of(a, queue)
+    queue = _checked_input(a, queue)
     ax = _axis(axis, a.ndim)
     codec = key_codec(a.dtype)
     sorter = sorter_for(_context(a))
@@ -421,7 +446,9 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     if fast:
         # the common call: a contiguous array along its last axis, into a new result (or out)
         rows, row_len = fast
-        res = _result(out, queue, a.dtype, tuple(a.shape), "out", allocator, sorter, a)
+        res = _result(out, queue, a.dtype, tuple(a.shape), "out", allocator, sorter)
+        if out is not None:
+            _check_sort_out(a, res)
         n = rows * row_len
         replaced, replaced_r = list(a.events), list(res.events) if res is not a else []
         wait = _events(wait_for) + replaced + replaced_r
@@ -445,8 +472,9 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
         attach_event(res, done, replaced)
         return res
     lay = _Layout(a, ax)
-    res = _result(out, queue, a.dtype, lay.result_shape(lay.row_len), "out", allocator, sorter,
-                  a)
+    res = _result(out, queue, a.dtype, lay.result_shape(lay.row_len), "out", allocator, sorter)
+    if out is not None:
+        _check_sort_out(a, res)
     replaced_a, replaced_r = list(a.events), list(res.events)
     wait = _events(wait_for) + replaced_a + (replaced_r if res is not a else [])
     if lay.restore:
@@ -473,6 +501,14 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     return res
 
 
+def _check_sort_out(a, out):
+    """sort's ``out``: sharing no byte with ``a``, unless it is ``a`` itself (a contiguous
+    array, sorted in place: its rows sorted where they are, or gathered, sorted and gathered
+    back)."""
+    check_outputs([("out", out)], [("the input array", a)], in_place=a,
+                  remedy="pass a separate array, or the input itself (out=a) to sort in place")
+
+
 def _sort_rows(sorter, queue, codec, rows, lay, descending, evt, allocator):
     """Sort each row of the contiguous Array ``rows`` in place, after ``evt``; the event."""
     wait = [evt] if evt is not None else []
@@ -487,16 +523,24 @@ def _sort_rows(sorter, queue, codec, rows, lay, descending, evt, allocator):
                                descending=descending, wait=wait, allocator=allocator)
 
 
+def _check_host_out(out, shape, dtype, what):
+    """TypeError / ValueError unless ``out`` is a numpy array (no subclass but np.memmap, as
+    for inputs) of ``shape`` and ``dtype``, the result of a numpy input. It may share memory
+    with the input: the input was copied to the device first."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{what}: a numpy input writes into a numpy array, got "
+                        f"{type(out).__name__}")
+    host_array(out, what)
+    if out.shape != tuple(shape) or out.dtype != dtype:
+        raise ValueError(f"{what}: expected a numpy array of shape {tuple(shape)} and dtype "
+                         f"{dtype}, got shape {out.shape} and dtype {out.dtype}")
+
+
 def _host_result(res, out, what):
     """A device result copied back: a new numpy array, or into the numpy array ``out``."""
     if out is None:
         return res.get()
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"{what}: a numpy input writes into a numpy array, got "
-                        f"{type(out).__name__}")
-    if out.shape != res.shape or out.dtype != res.dtype:
-        raise ValueError(f"{what}: expected a numpy array of shape {res.shape} and dtype "
-                         f"{res.dtype}, got shape {out.shape} and dtype {out.dtype}")
+    _check_host_out(out, res.shape, res.dtype, what)
     out[...] = res.get()
     return out
 
@@ -535,17 +579,19 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     _check_kind(kind, stable)
     _check_order(order)
     descending = _check_bool(descending, "descending")
-    if index_dtype is None and out is not None and hasattr(out, "dtype"):
-        index_dtype = out.dtype
+    index_dtype, idx_what = _index_dtype_of(index_dtype, out)
     if not isinstance(a, cl_array.Array):
-        dev = _to_device(a, queue, "a")
-        if dev.ndim == 0 and axis is not None:
+        host = _host_input(a, "a")
+        if host.ndim == 0 and axis is not None:
             _axis(axis, 1)   # numpy sorts a 0-d array's one element (axis -1 or 0)
             axis = None
-        res = argsort(dev, axis, descending=descending, index_dtype=index_dtype,
-                      allocator=allocator)
+        # checked here, where the argument that chose it is known
+        index_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                        _row_length(host.shape, axis), idx_what)
+        res = argsort(_to_device(host, queue, "a"), axis, descending=descending,
+                      index_dtype=index_dtype, allocator=allocator)
         return _host_result(res, out, "out")
-    queue = _check_queue_of(a, queue)
+    queue = _checked_input(a, queue)
     if a.ndim == 0 and axis is not None:
         _axis(axis, 1)
         axis = None
@@ -557,8 +603,10 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
         # the common call: a contiguous array along its last axis, into a new result (or out)
         rows, row_len = fast
         idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                      row_len)
-        res = _result(out, queue, idx_dtype, tuple(a.shape), "out", allocator, sorter, a)
+                                      row_len, idx_what)
+        res = _result(out, queue, idx_dtype, tuple(a.shape), "out", allocator, sorter)
+        if out is not None:
+            check_outputs([("out", res)], [("the input array", a)])
         n = rows * row_len
         replaced, replaced_r = list(a.events), list(res.events)
         wait = _events(wait_for) + replaced + replaced_r
@@ -589,9 +637,11 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
         return res
     lay = _Layout(a, ax)
     idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                  lay.row_len)
+                                  lay.row_len, idx_what)
     res = _result(out, queue, idx_dtype, lay.result_shape(lay.row_len), "out", allocator,
-                  sorter, a)
+                  sorter)
+    if out is not None:
+        check_outputs([("out", res)], [("the input array", a)])
     replaced_a, replaced_r = list(a.events), list(res.events)
     wait = _events(wait_for) + replaced_a + replaced_r
     if lay.direct:
@@ -631,7 +681,7 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
 # ------------------------------------------------------------------ top-k
 
 @overload
-def topk(a: np.ndarray, k: int, axis: Optional[int] = -1, largest: bool = True,
+def topk(a: np.ndarray, k: int, axis: Optional[int] = -1, largest: Optional[bool] = None,
          sorted: bool = True, *, mode: Optional[str] = None,
          index_dtype: Optional[DTypeLike] = None,
          out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
@@ -640,7 +690,8 @@ def topk(a: np.ndarray, k: int, axis: Optional[int] = -1, largest: bool = True,
 
 
 @overload
-def topk(a: cl_array.Array, k: int, axis: Optional[int] = -1, largest: bool = True,
+def topk(a: cl_array.Array, k: int, axis: Optional[int] = -1,
+         largest: Optional[bool] = None,
          sorted: bool = True, *, mode: Optional[str] = None,
          index_dtype: Optional[DTypeLike] = None,
          out: Optional[Tuple[cl_array.Array, cl_array.Array]] = None,
@@ -649,7 +700,7 @@ def topk(a: cl_array.Array, k: int, axis: Optional[int] = -1, largest: bool = Tr
 
 
 def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
-         largest: bool = True, sorted: bool = True, *, mode: Optional[str] = None,
+         largest: Optional[bool] = None, sorted: bool = True, *, mode: Optional[str] = None,
          index_dtype: Optional[DTypeLike] = None, out: Any = None,
          allocator: Optional[Allocator] = None, queue: Optional[cl.CommandQueue] = None,
          wait_for: Events = None) -> TopkResult[Any]:
@@ -661,33 +712,37 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
     Ties go to the smaller position; NaN counts as the largest value; bool keys have False
     below True. ``sorted=True`` orders the results (largest first for ``largest=True``, ties
     by position); ``sorted=False`` gives the same set in an unspecified order. ``mode``
-    ("largest" or "smallest", the Array API's spelling) may stand for ``largest``. Indices are
+    ("largest" or "smallest", the Array API's spelling) may stand for ``largest`` (None, the
+    default, is True unless ``mode`` says otherwise; both given must agree). Indices are
     int64 unless ``index_dtype`` says otherwise (int32, uint32, uint64; a 32-bit type must hold
-    every position). ``out``: a pair ``(values, indices)`` of arrays to write into. numpy
-    inputs, ``allocator``, ``queue`` and ``wait_for``: as for :func:`sort`."""
-    largest = _check_bool(largest, "largest")
+    every position). ``out``: a pair ``(values, indices)`` of arrays to write into, sharing no
+    byte with each other nor, for pyopencl Arrays, with ``a``. numpy inputs, ``allocator``,
+    ``queue`` and ``wait_for``: as for :func:`sort`."""
+    largest = _largest(largest, mode)
     sorted = _check_bool(sorted, "sorted")
-    if mode is not None:
-        if mode not in ("largest", "smallest"):
-            raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
-        if not largest and mode == "largest":
-            raise ValueError("mode='largest' contradicts largest=False: pass one of them")
-        largest = mode == "largest"
     outs: Tuple[Any, Any] = (None, None)
     if out is not None:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise TypeError(f"out: expected a pair (values, indices) of arrays, got "
                             f"{type(out).__name__}")
         outs = (out[0], out[1])
-        if index_dtype is None and hasattr(outs[1], "dtype"):
-            index_dtype = outs[1].dtype
+    index_dtype, idx_what = _index_dtype_of(index_dtype, outs[1], "out[1] (indices)")
     if not isinstance(a, cl_array.Array):
-        dev = _to_device(a, queue, "a")
-        values, indices = topk(dev, k, axis, largest, sorted, index_dtype=index_dtype,
-                               allocator=allocator)
+        host = _host_input(a, "a")
+        index_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                        _row_length(host.shape, axis), idx_what)
+        values, indices = topk(_to_device(host, queue, "a"), k, axis, largest, sorted,
+                               index_dtype=index_dtype, allocator=allocator)
+        # both outputs checked before either is written
+        for o, r, what in ((outs[0], values, "out[0] (values)"),
+                           (outs[1], indices, "out[1] (indices)")):
+            if o is not None:
+                _check_host_out(o, r.shape, r.dtype, what)
+        if outs[0] is not None and outs[1] is not None and np.shares_memory(outs[0], outs[1]):
+            raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
         return TopkResult(_host_result(values, outs[0], "out[0] (values)"),
                           _host_result(indices, outs[1], "out[1] (indices)"))
-    queue = _check_queue_of(a, queue)
+    queue = _checked_input(a, queue)
     ax = _axis(axis, a.ndim)
     codec = key_codec(a.dtype)
     sel = selector_for(_context(a))
@@ -701,16 +756,15 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
         row_len = int(a.shape[-1])
         rows = int(a.size) // row_len
         idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                      row_len)
+                                      row_len, idx_what)
         prepared = sel.prepared(queue, codec, rows, row_len, int(k), sorted, largest,
                                 idx_dtype.itemsize)
         shape = tuple(a.shape[:-1]) + (int(k),)
-        values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter,
-                         a)
+        values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter)
         indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator,
-                          sorter, a)
-        if outs != (None, None) and (values is indices or overlaps(values, indices)):
-            raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
+                          sorter)
+        if outs != (None, None):
+            _check_topk_outputs(a, values, indices)
         replaced_v, replaced_i = list(values.events), list(indices.events)
         wait = _events(wait_for) + list(a.events) + replaced_v + replaced_i
         evt = sel.enqueue(queue, prepared, a.base_data, a.offset // a.dtype.itemsize, values,
@@ -725,13 +779,12 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
         raise ValueError(f"k={k} exceeds the length {lay.row_len} of the axis (the row length)")
     k = int(k)
     idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                  lay.row_len)
+                                  lay.row_len, idx_what)
     shape = lay.result_shape(k)
-    values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter, a)
-    indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator, sorter,
-                      a)
-    if values is indices or overlaps(values, indices):
-        raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
+    values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter)
+    indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator, sorter)
+    if outs != (None, None):
+        _check_topk_outputs(a, values, indices)
     replaced_v, replaced_i = list(values.events), list(indices.events)
     wait = _events(wait_for)
     rows = lay.rows
@@ -778,6 +831,26 @@ def topk(a: Union[np.ndarray, cl_array.Array], k: int, axis: Optional[int] = -1,
 top_k = topk
 # documented, and referred to by the signatures, as clradix.TopkResult
 TopkResult.__module__ = "clradix"
+
+
+def _largest(largest, mode):
+    """topk's direction: ``largest`` (a bool, or None: True) and the Array API's ``mode``
+    ("largest" or "smallest"), which must agree when both are given."""
+    if largest is not None:
+        largest = _check_bool(largest, "largest")
+    if mode is None:
+        return True if largest is None else largest
+    if mode not in ("largest", "smallest"):
+        raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
+    if largest is not None and largest != (mode == "largest"):
+        raise ValueError(f"mode={mode!r} contradicts largest={largest}: pass one of them")
+    return mode == "largest"
+
+
+def _check_topk_outputs(a, values, indices):
+    """topk's ``out`` pair: sharing no byte with each other or with the input."""
+    check_outputs([("out[0] (values)", values), ("out[1] (indices)", indices)],
+                  [("the input array", a)])
 
 
 def _reshape(arr, shape):

@@ -10,12 +10,12 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import Operand, attach_event
+from ..core.arguments import Operand, attach_event, check_aligned, check_outputs, host_array
 from ..core.keys import key_codec
 from ..core.sizes import check_index_dtype
-from .api import (WIDEN_FROM, Allocator, AxisError, Events, _check_queue_of, _context,
-                  _contiguous, _gather_for, _host_result, _result, _temp, _to_device,
-                  default_queue, sorter_for)
+from .api import (WIDEN_FROM, Allocator, AxisError, Events, _checked_input, _context,
+                  _contiguous, _gather_for, _host_result, _index_dtype_of, _result, _temp,
+                  _to_device, default_queue, sorter_for)
 from .records import lexsort_order
 from .sorter import _events
 
@@ -35,13 +35,14 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
     the device and back. ``allocator``, ``queue``, ``wait_for``: as for :func:`clradix.sort`.
     One stable sort per key: the least significant is argsorted, then each more significant
     one is taken in the order so far and sorted with it; nothing is read back."""
-    if index_dtype is None and out is not None and hasattr(out, "dtype"):
-        index_dtype = out.dtype
+    index_dtype, idx_what = _index_dtype_of(index_dtype, out)
     device_keys = _device_keys(keys)
     if device_keys is None:
         host = _host_keys(keys)
         if all(k.ndim == 0 for k in host):   # scalar keys, as numpy's: one position, 0
             return _host_result(_Scalar(), out, "out")
+        index_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                        max(int(k.size) for k in host), idx_what)
         q = queue or default_queue()
         res = lexsort([_to_device(k, q, f"keys[{i}]") for i, k in enumerate(host)], axis,
                       index_dtype=index_dtype, allocator=allocator)
@@ -49,9 +50,10 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
     if axis not in (-1, 0) or isinstance(axis, bool):
         raise AxisError(f"axis {axis} is out of bounds for keys of one axis")
     first = device_keys[0]
-    queue = _check_queue_of(first, queue)
+    queue = _checked_input(first, queue, "keys[0]")
     n = int(first.size)
     for i, k in enumerate(device_keys):
+        check_aligned(k, f"keys[{i}]")
         key_codec(k.dtype)
         if k.ndim != 1:
             raise ValueError(f"keys[{i}]: lexsort takes keys of one axis, got shape {k.shape}")
@@ -59,8 +61,11 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
             raise ValueError(f"all keys need to be the same shape: keys[{i}] has {k.size} "
                              f"elements, keys[0] {n}")
     sorter = sorter_for(_context(first))
-    idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64, n)
+    idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64, n,
+                                  idx_what)
     res = _result(out, queue, idx_dtype, (n,), "out", allocator, sorter)
+    if out is not None:
+        check_outputs([("out", res)], [(f"keys[{i}]", k) for i, k in enumerate(device_keys)])
     replaced_r = list(res.events)
     wait = _events(wait_for) + replaced_r
     ops = []
@@ -132,9 +137,9 @@ def _device_keys(keys):
 def _host_keys(keys):
     """numpy's keys as a list of 1-D arrays (each keeps its own dtype, as numpy's lexsort)."""
     if isinstance(keys, (list, tuple)):
-        host = [np.asarray(k) for k in keys]
+        host = [host_array(k, f"keys[{i}]") for i, k in enumerate(keys)]
     else:
-        arr = np.asarray(keys)
+        arr = host_array(keys, "keys")
         if arr.ndim == 0:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
         host = list(arr)

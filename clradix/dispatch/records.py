@@ -22,8 +22,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..core.arguments import (Operand, attach_event, check_all_disjoint, check_context,
-                              operand)
+from ..core.arguments import (Operand, attach_event, check_aligned, check_context,
+                              check_outputs, operand)
 from ..core.keys import VALUE_CL_TYPES, key_codec
 from ..core.render import programs_for
 from ..drivers.permute import Permute, payload_dtype
@@ -88,6 +88,7 @@ def record_operand(obj, ctx, n, what):
         raise ValueError(f"{what}: must be C-contiguous (strides {obj.strides}): pass a "
                          f"contiguous copy")
     check_context(ctx, obj.context, what)
+    check_aligned(obj, what)
     rows = int(obj.shape[0])
     if rows < n:
         raise ValueError(f"{what}: {rows} records are fewer than the {n} keys (short by "
@@ -106,8 +107,9 @@ def _extent_operand(rec, n):
 
 
 def check_records(keys, records, names):
-    """ValueError when the keys (an Operand) or any two records share memory."""
-    check_all_disjoint([("the keys", keys)] + [
+    """ValueError when the keys (an Operand) or any two records share memory (all are
+    permuted in place)."""
+    check_outputs([("the keys", keys)] + [
         (name, _extent_operand(rec, keys.n)) for name, rec in zip(names, records)])
 
 
@@ -218,7 +220,7 @@ def sort_lex(sorter, queue, keys, values: Any = (), *, descending, wait,
                       list(k.events)) for k in ops]
     records += [record_operand(v, sorter.context, n, name) for v, name in zip(vals, names)]
     names = [f"keys[{i}]" for i in range(len(ops))] + names
-    check_all_disjoint([(name, _extent_operand(rec, n)) for name, rec in zip(names, records)])
+    check_outputs([(name, _extent_operand(rec, n)) for name, rec in zip(names, records)])
     pd = payload_dtype(n)
     alloc = sorter.temporaries(queue, allocator)
     perm = alloc(max(n, 1) * pd.itemsize)

@@ -13,11 +13,13 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import attach_event, check_context
+from ..core.arguments import (attach_event, check_aligned, check_context, check_outputs,
+                              host_array)
+from ..core.memory import upload
 from ..core.keys import key_codec
 from ..core.sizes import check_index_dtype
-from .api import (Allocator, Events, _check_queue_of, _context, _contiguous, _host_result,
-                  _result, _to_device, default_queue, sorter_for)
+from .api import (Allocator, Events, _checked_input, _context, _contiguous, _host_result,
+                  _index_dtype_of, _result, _to_device, default_queue, sorter_for)
 from .records import Search, family
 from .sorter import _events
 
@@ -66,12 +68,13 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
     ``x2`` gives a numpy scalar)."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    if index_dtype is None and out is not None and hasattr(out, "dtype"):
-        index_dtype = out.dtype
+    index_dtype, idx_what = _index_dtype_of(index_dtype, out)
     if not isinstance(x1, cl_array.Array):
-        return _host_search(x1, x2, side, sorter, index_dtype, out, allocator, queue)
-    queue = _check_queue_of(x1, queue)
-    if not isinstance(x2, cl_array.Array):
+        return _host_search(x1, x2, side, sorter, index_dtype, idx_what, out, allocator, queue)
+    queue = _checked_input(x1, queue, "x1")
+    if isinstance(x2, cl_array.Array):
+        check_aligned(x2, "x2")
+    else:
         x2 = _values_to(x1, x2, queue, side)
     check_context(x1.context, x2.context, "x2")
     if x2.dtype != x1.dtype:
@@ -91,11 +94,17 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
         rows, per_row = int(x1.size) // row_len if row_len else 0, int(x2.shape[-1])
     ctx_sorter = sorter_for(_context(x1))
     idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                  row_len + 1)
-    res = _result(out, queue, idx_dtype, tuple(x2.shape), "out", allocator, ctx_sorter, x1)
+                                  row_len + 1, idx_what)
+    res = _result(out, queue, idx_dtype, tuple(x2.shape), "out", allocator, ctx_sorter)
+    dev_sorter = sorter if isinstance(sorter, cl_array.Array) else None
+    if dev_sorter is not None:
+        check_aligned(dev_sorter, "sorter")
+    if out is not None:
+        check_outputs([("out", res)], [("x1", x1), ("x2", x2), ("sorter", dev_sorter)])
     if sorter is not None:
         if not isinstance(sorter, cl_array.Array):
-            sorter = cl_array.to_device(queue, _host_sorter(sorter, tuple(x1.shape)))
+            sorter = upload(queue, _host_sorter(sorter, tuple(x1.shape)),
+                            "the device copy of sorter")
         check_context(x1.context, sorter.context, "sorter")
         if tuple(sorter.shape) != tuple(x1.shape):
             raise ValueError(f"sorter: expected the shape of x1, {tuple(x1.shape)}, got "
@@ -141,7 +150,7 @@ def _values_to(x1, x2, queue, side):
     float type rounds is replaced by its neighbour on the side's side (side "left": the least
     key value not below it; "right": the greatest not above it), and an integer outside the
     keys' integer type is refused (OverflowError), never wrapped around."""
-    host = np.asarray(x2)
+    host = host_array(x2, "x2")
     kd = x1.dtype
     if host.dtype != kd:
         weak = x2 if isinstance(x2, (int, float, bool)) else host
@@ -149,7 +158,8 @@ def _values_to(x1, x2, queue, side):
             raise TypeError(f"x2: {host.dtype} values searched in {kd} keys would need "
                             f"another key type: pass values of the keys' dtype")
         host = _in_key_dtype(host, kd, side)
-    return cl_array.to_device(queue, np.require(host, requirements="C"))   # 0-d stays 0-d
+    return upload(queue, np.require(host, requirements="C"),   # 0-d stays 0-d
+                  "the device copy of x2")
 
 
 def _in_key_dtype(host, kd, side):
@@ -174,7 +184,7 @@ def _in_key_dtype(host, kd, side):
 
 def _host_sorter(sorter, shape):
     """numpy's ``sorter`` checked as numpy checks it, as int64."""
-    order = np.asarray(sorter)
+    order = host_array(sorter, "sorter")
     if order.dtype.kind not in "iu":
         raise TypeError(f"sorter must hold integers, got {order.dtype}")
     if order.shape != shape:
@@ -184,21 +194,24 @@ def _host_sorter(sorter, shape):
     return np.ascontiguousarray(order.astype(np.int64))
 
 
-def _host_search(x1, x2, side, sorter, index_dtype, out, allocator, queue):
+def _host_search(x1, x2, side, sorter, index_dtype, idx_what, out, allocator, queue):
     """numpy inputs: brought to one key dtype as numpy.searchsorted brings them (the dtype of
     ``numpy.asarray(x2)``, a Python scalar included, promoted with ``x1``'s: the comparisons
     are numpy's), checked as numpy checks, searched on the device and copied back."""
-    a, v = np.asarray(x1), np.asarray(x2)
+    a, v = host_array(x1, "x1"), host_array(x2, "x2")
     if a.dtype != v.dtype:
         common = np.result_type(a.dtype, v.dtype)
         key_codec(common)
         a, v = a.astype(common), v.astype(common)
     if sorter is not None:
         sorter = _host_sorter(sorter, a.shape)
+    if a.ndim:   # (a 0-d x1 is refused on the device)
+        index_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
+                                        int(a.shape[-1]) + 1, idx_what)
     q = queue or default_queue()
     d1 = _to_device(a, q, "x1")
     d2 = _to_device(v, q, "x2")
-    ds = None if sorter is None else cl_array.to_device(q, sorter)
+    ds = None if sorter is None else upload(q, sorter, "the device copy of sorter")
     res = searchsorted(d1, d2, side, ds, index_dtype=index_dtype, allocator=allocator)
     if v.ndim == 0 and out is None:
         return res.get()[()]

@@ -10,7 +10,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..core.arguments import Operand, check_context, check_disjoint
+from ..core.arguments import (Operand, check_aligned, check_context, check_outputs, host_array,
+                              refuse_pending_user_events)
 from ..core.sizes import index_type
 from ..drivers.segmented import SegmentJob
 
@@ -34,9 +35,7 @@ def segment_offsets(segments, ctx, queue, n):
             raise ValueError("segments: expected num_segments + 1 offsets (at least one), got "
                              "an empty array")
         check_context(ctx, segments.context, "segments")
-        if segments.offset % segments.dtype.itemsize:
-            raise ValueError(f"segments: array offset {segments.offset} bytes is not a multiple "
-                             f"of the itemsize {segments.dtype.itemsize}")
+        check_aligned(segments, "segments")
         op = Operand(segments.base_data, segments.offset // segments.dtype.itemsize,
                      int(segments.size), segments.dtype, segments, list(segments.events))
         return op, int(segments.size) - 1, True
@@ -44,7 +43,7 @@ def segment_offsets(segments, ctx, queue, n):
         raise TypeError("segments: a Buffer does not say its length or type; pass a pyopencl "
                         "Array of int32 or int64 offsets (cl_array.Array(queue, "
                         "(num_segments + 1,), np.int32, data=buffer))")
-    host = np.asarray(segments)
+    host = host_array(segments, "segments")
     if not isinstance(segments, np.ndarray) and (host.dtype.kind in "iu" or host.size == 0):
         host = host.astype(np.int64)   # a sequence of Python ints
     _offset_type(host.dtype)
@@ -71,21 +70,6 @@ def segment_offsets(segments, ctx, queue, n):
     return Operand(dev, 0, int(host.size), host.dtype, None, []), int(host.size) - 1, False
 
 
-def _refuse_pending_user_events(wait):
-    """ValueError when ``wait`` holds a user event not yet complete: check_offsets=True reads the
-    verdict back on the host after the call's first kernel, which waits for that event, so a
-    caller that completes it after the call returns would wait for ever. (A user event gating
-    earlier commands of an in-order queue, not passed in wait_for, cannot be seen here.)"""
-    for evt in wait:
-        if isinstance(evt, cl.UserEvent) and \
-                evt.command_execution_status > cl.command_execution_status.COMPLETE:
-            raise ValueError("check_offsets=True reads the offsets' verdict back on the host, "
-                             "which waits for wait_for's events, and one of them is a user event "
-                             "not yet complete: the call would not return until it completes; "
-                             "complete it first, or pass check_offsets=False (invalid offsets "
-                             "then make the call sort nothing)")
-
-
 def _offset_type(dtype):
     d = np.dtype(dtype)
     if d not in _OFFSET_TYPES:
@@ -104,11 +88,10 @@ def sort_segments(sorter, queue, codec, keys, vals, segments, *, descending, beg
     seg, nseg, device_offsets = segment_offsets(segments, sorter.context, queue, n)
     wait = list(wait) + seg.events
     if argsort_out is not None:
-        check_disjoint(argsort_out, seg, "out", "the segments")
-    else:
-        check_disjoint(keys, seg, "segments", "the keys")
-        if vals is not None:
-            check_disjoint(vals, seg, "segments", "the values")
+        check_outputs([("out", argsort_out)], [("the segments", seg)])
+    else:   # the keys and values are sorted in place (their overlap is checked by the caller)
+        check_outputs([("the key array", keys), ("the value array", vals)],
+                      [("the segments", seg)])
     off_t = _offset_type(seg.dtype)
     job_vals = (None, None, 0)
     if argsort_out is not None:
@@ -123,7 +106,11 @@ def sort_segments(sorter, queue, codec, keys, vals, segments, *, descending, beg
     job = SegmentJob(n, begin_bit, end_bit, bool(descending), argsort, job_vals[2], nseg, 0,
                      device_offsets, bool(device_offsets and check_offsets))
     if job.raise_invalid:
-        _refuse_pending_user_events(wait)
+        refuse_pending_user_events(
+            wait, "check_offsets=True reads the offsets' verdict back on the host, which waits "
+                  "for those events: the call would not return until the event completes. "
+                  "Complete it first, or pass check_offsets=False (invalid offsets then make "
+                  "the call sort nothing)")
     vals_io = job_vals[0] or (None, 0)
     out = job_vals[1] if argsort else (None, 0)
     buffers = (keys.buffer, None, vals_io[0], out[0], seg.buffer)

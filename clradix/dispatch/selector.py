@@ -15,8 +15,8 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import (Operand, buffer_size, attach_event, check_all_disjoint,
-                              check_context, check_n, check_queue, operand)
+from ..core.arguments import (Operand, buffer_size, attach_event, check_context, check_n,
+                              check_outputs, check_queue, operand)
 from ..core.keys import key_codec
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
@@ -108,8 +108,8 @@ class Selector:
         if values_out is not None and values_out is indices_out:
             raise ValueError("values_out and indices_out must be different arrays")
         # a kernel writing an output over the keys (or the other output) scrambles the results
-        check_all_disjoint([("the keys", src), ("values_out", values_out),
-                            ("indices_out", indices_out)])
+        check_outputs([("values_out", values_out), ("indices_out", indices_out)],
+                      [("the keys", src)])
         if n_rows * k:   # plan and build first: a refused configuration allocates nothing
             prepared = self.prepared(queue, codec, n_rows, row_len, k, sorted, largest,
                                      idx_bytes)

@@ -13,7 +13,7 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import (Operand, attach_event, check_disjoint, check_n, check_queue,
+from ..core.arguments import (Operand, attach_event, check_n, check_outputs, check_queue,
                               in_order, operand)
 from ..core.keys import key_codec, value_cl_type
 from ..core.memory import QueuePools, checked_allocator, new_output
@@ -171,7 +171,7 @@ class Sorter:
         idx_dtype, out_arr, o = self._index_output(queue, out, index_dtype, n, allocator)
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if out is not None:
-            check_disjoint(k, o, "out", "the keys")
+            check_outputs([("out", o)], [("the keys", k)])
         wait = _events(wait_for) + k.events + o.events
 
         if segments is not None:
@@ -222,8 +222,7 @@ class Sorter:
         n = ops[0].n
         idx_dtype, out_arr, o = self._index_output(queue, out, index_dtype, n, allocator)
         if out is not None:
-            for i, k in enumerate(ops):
-                check_disjoint(k, o, "out", f"keys[{i}]")
+            check_outputs([("out", o)], [(f"keys[{i}]", k) for i, k in enumerate(ops)])
         wait = _events(wait_for) + o.events
         if n == 0:
             return out_arr, self._done(queue, None, wait + [e for k in ops for e in k.events], o)
@@ -322,7 +321,7 @@ class Sorter:
                              f"(short by {n - vals.n})")
         value_cl_type(vals.dtype)  # TypeError for unsupported widths
         vals.n = n
-        check_disjoint(keys, vals, "values", "the keys")
+        check_outputs([("the keys", keys), ("values", vals)])   # both sorted in place
         return vals
 
     def _check_queue(self, queue):

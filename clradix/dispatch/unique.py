@@ -24,13 +24,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..core.arguments import attach_event
+from ..core.arguments import attach_event, refuse_pending_user_events
 from ..core.keys import key_codec
 from ..drivers.permute import payload_dtype
-from .api import (Allocator, Events, _check_bool, _check_queue_of, _context, _contiguous,
+from .api import (Allocator, Events, _check_bool, _checked_input, _context, _contiguous,
                   _result, _temp, _to_device, sorter_for)
 from .records import Permute, Runs, family
-from .segments import _refuse_pending_user_events
 from .sorter import _events
 
 _A = TypeVar("_A")
@@ -95,17 +94,19 @@ for _t in (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, RunLengths)
     _t.__module__ = "clradix"   # documented, and referred to by the signatures, as clradix.X
 
 
-def _encode(x, *, sort, nan_distinct, perm, counts, starts=False, allocator=None, queue=None,
-            wait_for=None) -> Dict[str, Any]:
+def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocator=None,
+            queue=None, wait_for=None) -> Dict[str, Any]:
     """The runs of ``x`` flattened in C order (``sort``: of its sorted copy), on the device:
     {"values", and as asked "starts", "index", "inverse" (``perm``; of x's shape), "counts"}
-    as pyopencl Arrays; numpy inputs give numpy arrays."""
+    as pyopencl Arrays; numpy inputs give numpy arrays. ``name``: the public function, for
+    the messages."""
+    what = {"unique": "ar", "run_lengths": "a"}.get(name, "x")   # the parameter's name
     if not isinstance(x, cl_array.Array):
-        dev = _to_device(x, queue, "x")
-        got = _encode(dev, sort=sort, nan_distinct=nan_distinct, perm=perm, counts=counts,
-                      starts=starts, allocator=allocator)
+        dev = _to_device(x, queue, what)
+        got = _encode(dev, name, sort=sort, nan_distinct=nan_distinct, perm=perm,
+                      counts=counts, starts=starts, allocator=allocator)
         return {k: v.get() for k, v in got.items()}
-    queue = _check_queue_of(x, queue)
+    queue = _checked_input(x, queue, what)
     codec = key_codec(x.dtype)
     ctx = _context(x)
     sorter = sorter_for(ctx)
@@ -127,7 +128,12 @@ def _encode(x, *, sort, nan_distinct, perm, counts, starts=False, allocator=None
         for arr in out.values():
             attach_event(arr, evt)
         return out
-    _refuse_pending_user_events(wait + list(x.events))
+    counted = "runs" if name == "run_lengths" else "unique values"
+    refuse_pending_user_events(
+        wait + list(x.events),
+        f"{name} reads the number of {counted} back on the host to size its results, which "
+        f"waits for those events: the call would not return until the event completes. "
+        f"Complete it before the call (or make the call once it has completed)")
     pd = payload_dtype(n)
     order = None
     if sort:
@@ -198,7 +204,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         (return_index, "return_index"), (return_inverse, "return_inverse"),
         (return_counts, "return_counts"), (equal_nan, "equal_nan"), (sorted, "sorted"))]
     want_index, want_inverse, want_counts, equal_nan_b, _ = flags
-    got = _encode(ar, sort=True, nan_distinct=not equal_nan_b,
+    got = _encode(ar, "unique", sort=True, nan_distinct=not equal_nan_b,
                   perm=want_index or want_inverse, counts=want_counts, allocator=allocator,
                   queue=queue, wait_for=wait_for)
     parts = [got["values"]]
@@ -218,7 +224,7 @@ def unique_values(x: Any, /, *, allocator: Optional[Allocator] = None,
     """The Array API's ``unique_values(x)``: the unique values of ``x`` (flattened), sorted,
     every NaN distinct (numpy's ``unique_values``). Arguments and the one read of the count:
     as for :func:`unique`."""
-    return _encode(x, sort=True, nan_distinct=True, perm=False, counts=False,
+    return _encode(x, "unique_values", sort=True, nan_distinct=True, perm=False, counts=False,
                    allocator=allocator, queue=queue, wait_for=wait_for)["values"]
 
 
@@ -227,7 +233,7 @@ def unique_counts(x: Any, /, *, allocator: Optional[Allocator] = None,
                   wait_for: Events = None) -> UniqueCountsResult[Any]:
     """The Array API's ``unique_counts(x)``: a :class:`UniqueCountsResult` ``(values,
     counts)``, every NaN distinct, int64 counts. As for :func:`unique_values`."""
-    got = _encode(x, sort=True, nan_distinct=True, perm=False, counts=True,
+    got = _encode(x, "unique_counts", sort=True, nan_distinct=True, perm=False, counts=True,
                   allocator=allocator, queue=queue, wait_for=wait_for)
     return UniqueCountsResult(got["values"], got["counts"])
 
@@ -238,7 +244,7 @@ def unique_inverse(x: Any, /, *, allocator: Optional[Allocator] = None,
     """The Array API's ``unique_inverse(x)``: a :class:`UniqueInverseResult` ``(values,
     inverse_indices)``, the inverse of ``x``'s shape (``values[inverse_indices]`` is ``x``),
     every NaN distinct, int64. As for :func:`unique_values`."""
-    got = _encode(x, sort=True, nan_distinct=True, perm=True, counts=False,
+    got = _encode(x, "unique_inverse", sort=True, nan_distinct=True, perm=True, counts=False,
                   allocator=allocator, queue=queue, wait_for=wait_for)
     return UniqueInverseResult(got["values"], got["inverse"])
 
@@ -250,7 +256,7 @@ def unique_all(x: Any, /, *, allocator: Optional[Allocator] = None,
     inverse_indices, counts)``: each value's first position in the flattened ``x``, the
     inverse of ``x``'s shape and the counts, every NaN distinct, int64. As for
     :func:`unique_values`."""
-    got = _encode(x, sort=True, nan_distinct=True, perm=True, counts=True,
+    got = _encode(x, "unique_all", sort=True, nan_distinct=True, perm=True, counts=True,
                   allocator=allocator, queue=queue, wait_for=wait_for)
     return UniqueAllResult(got["values"], got["index"], got["inverse"], got["counts"])
 
@@ -269,7 +275,8 @@ def run_lengths(a: Any, /, *, equal_nan: bool = True, allocator: Optional[Alloca
     ``equal_nan=False``). Nothing is sorted here; the number of runs is read back to size the
     results (the call's one wait on the host). Arguments: as for :func:`unique`."""
     equal = _check_bool(equal_nan, "equal_nan")
-    got = _encode(a, sort=False, nan_distinct=not equal, perm=False, counts=True, starts=True,
+    got = _encode(a, "run_lengths", sort=False, nan_distinct=not equal, perm=False,
+                  counts=True, starts=True,
                   allocator=allocator, queue=queue, wait_for=wait_for)
     return RunLengths(got["values"], got["starts"], got["counts"])
 
