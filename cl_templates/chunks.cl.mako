@@ -554,9 +554,10 @@ static void cb_insertion(__global KEY_T* x,${vx_param} INDEX_T len, uint lo, uin
     radix = 1 << B
     maxp = -(-key_bits // B)
     kbase = "base" if based else "0"
+    base_param = " KEY_T base," if based else ""
     cheap = key_kind == "float"
 %>\
-/* the len keys at x stably sorted by bits [lo, hi) of their order keys${" less base" if based else " (base: 0)"}, by LSD
+/* the len keys at x stably sorted by bits [lo, hi) of their order keys${" less base" if based else ""}, by LSD
    passes of ${B}-bit digits between x and y (values vx, vy alike), the result in y when end_in_y, else
    in x. One read counts every pass's digits and copies the keys to y, which brings y's lines
    into the cache (where the first pass would otherwise miss on each of them, in no order a
@@ -568,7 +569,7 @@ static void ${name}(__global KEY_T* x, __global KEY_T* y,
 % if value_t:
 ${" " * (len(name) + 13)}__global VALUE_T* vx, __global VALUE_T* vy,
 % endif
-${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip, KEY_T base,
+${" " * (len(name) + 13)}INDEX_T len, uint lo, uint hi, KEY_T flip,${base_param}
 ${" " * (len(name) + 13)}uint end_in_y)
 {
     const uint npasses = (hi - lo + ${B - 1}) / ${B};
@@ -598,6 +599,21 @@ ${lsd_fn("cb_lsd_wide", 12, False)}
 % endif
 % if buckets:
 ${lsd_fn("cb_lsd_based", run_bits, True)}
+
+/* The LSD passes of every run of a bucket (the whole bucket, or a part of it after a split):
+   the keys' digits less the bucket's base (bucket_bits), as the split and the insertion sort
+   count them. The base is 0 where it saves no pass; such a run takes cb_lsd, which saves the
+   subtraction. cb_lsd has no base parameter, so that no run can hand it a base it would leave
+   out: a bucket's runs reach it only through here. */
+static void cb_bucket_lsd(__global KEY_T* x, __global KEY_T* y,
+                          ${vp("vx", "vy", 26)}INDEX_T len, uint lo, uint hi, KEY_T flip,
+                          KEY_T base, uint end_in_y)
+{
+    if (base)
+        cb_lsd_based(x, y, ${va("vx", "vy")}len, lo, hi, flip, base, end_in_y);
+    else
+        cb_lsd(x, y, ${va("vx", "vy")}len, lo, hi, flip, end_in_y);
+}
 % endif
 
 % endif
@@ -616,7 +632,8 @@ __kernel ONE_ITEM void cb_starts(__global const INDEX_T* restrict counts, uint c
 }
 
 /* bucket d: its keys at keys_a [starts[d], starts[d + 1]) sorted by bits [lo_bit, hi_bits[d])
-   into the same range of keys_b (values likewise) */
+   of their order keys less bases[d] into the same range of keys_b (values likewise); every
+   step (the split, the insertion sort, the passes: cb_bucket_lsd) counts them so */
 __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_off,
                                   __global KEY_T* restrict keys_b, ulong keys_b_off,
 % if value_t:
@@ -648,10 +665,7 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
         return;
     }
     if (len <= bucket_keys || hi_bit - lo_bit <= 8) {
-        if (base)
-            cb_lsd_based(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, base, 1);
-        else
-            cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, 0, 1);
+        cb_bucket_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, base, 1);
         return;
     }
     /* a bucket over the cache bound: split by bits [mid, hi_bit) from a to b first */
@@ -662,7 +676,7 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
     for (INDEX_T i = 0; i < len; ++i)
         at[run_digit(a[i], mid, 255, flip, base)] += 1;
     if (at[run_digit(a[0], mid, 255, flip, base)] == len) {   /* one part: no split */
-        cb_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, base, 1);
+        cb_bucket_lsd(a, b, ${va("va", "vb")}len, lo_bit, hi_bit, flip, base, 1);
         return;
     }
     INDEX_T run = 0;
@@ -685,7 +699,7 @@ __kernel ONE_ITEM void cb_buckets(__global KEY_T* restrict keys_a, ulong keys_a_
         if (plen <= INSERTION_KEYS)
             cb_insertion(b + o, ${"vb + o, " if value_t else ""}plen, lo_bit, mid, flip, base);
         else
-            cb_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, base, 0);
+            cb_bucket_lsd(b + o, a + o, ${va("vb + o", "va + o")}plen, lo_bit, mid, flip, base, 0);
     }
 }
 % endif
@@ -726,10 +740,10 @@ static void sort_run(__global KEY_T* a, __global KEY_T* b,
         cb_insertion(a, ${"va, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 % if wide:
     else if (len >= WIDE_MIN)
-        cb_lsd_wide(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0, 0);
+        cb_lsd_wide(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 % endif
     else
-        cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0, 0);
+        cb_lsd(a, b, ${"va, vb, " if value_t else ""}len, begin_bit, end_bit, flip, 0);
 }
 
 /* Segments [w * spi, (w + 1) * spi) of work-item w. In place: keys (and vals) through the scratch

@@ -52,7 +52,7 @@ from clradix.policies.fit import ranking_backends
 from clradix.policies.sort import RANKINGS
 
 import conftest
-from data import float_specials
+from data import float_specials, overfull_bucket
 from test_segmented import check_segments
 
 pytestmark = pytest.mark.skipif(
@@ -277,6 +277,24 @@ def test_chunk_buckets(g, rng, dtype, mode):
     keys = float_specials(rng, dtype, 900)
     keys[:450] = keys[rng.integers(0, 20, 450)]
     check_sort(g, sorter, keys, mode, pad=3, rng=rng)
+
+
+@pytest.mark.parametrize("dtype, mode", [(np.float32, "keys"), (np.float32, "argsort"),
+                                         (np.float64, "pairs")],
+                         ids=["float32-keys", "float32-argsort", "float64-pairs"])
+def test_chunk_buckets_overfull_unaligned(g, rng, dtype, mode):
+    """Buckets over the bound of 40 keys that span hundreds of fine values from an unaligned one
+    (data.overfull_bucket), counted less it: the split, the insertion sorts and the passes of
+    the parts with the bucket's base. 4099 keys: a fine digit of 10 bits, the fewest in which
+    such a bucket is split above the fine digit; ranges of 2^28 float32 and 2^25 float64 keys,
+    where the base saves a pass of 9 and 8 bits; keys of a seed whose bucket starts at a value
+    the split's digit does not align (about half the seeds at this size). Argsort descends."""
+    sorter = g.sorter(algorithm="chunks", bucket_keys=40, wg_size=1, items_per_thread=37,
+                      blocks_per_cu=8)
+    descending = mode == "argsort"
+    spread = 28 if dtype == np.float32 else 25
+    keys = overfull_bucket(np.random.default_rng(3), dtype, 4099, spread, descending)
+    check_sort(g, sorter, keys, mode, descending=descending, pad=3, rng=rng)
 
 
 @pytest.mark.parametrize("mode", conftest.SORT_OPS)

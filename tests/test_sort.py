@@ -7,14 +7,19 @@ import pytest
 
 import clradix
 from clradix.core import sizes as sizes_mod
-from clradix.core.keys import KEY_DTYPES
+from clradix.core.keys import KEY_DTYPES, key_codec
 
 from conftest import SORT_OPS, check_sort
-from data import DISTRIBUTIONS, float_specials, uniform
+from data import DISTRIBUTIONS, float_specials, overfull_bucket, uniform
 from reference import bits_of, ref_argsort
 
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
 DT_IDS = [str(d) for d in DTYPES]
+try:  # bfloat16 keys where the optional ml_dtypes package provides them
+    import ml_dtypes
+    WITH_BF16 = DTYPES + [np.dtype(ml_dtypes.bfloat16)]
+except ImportError:  # pragma: no cover - depends on the environment
+    WITH_BF16 = DTYPES
 # A small policy so that work-group and tile boundaries are small sizes.
 WG, IPT = 64, 4
 TILE = WG * IPT
@@ -421,6 +426,57 @@ def test_chunk_buckets_skewed_floats(ctx, queue, rng, dtype, kind):
             for op in SORT_OPS:
                 check_sort(queue, sorter, keys, op, descending=op == "argsort")
         check_sort(queue, sorter, keys, "pairs", begin_bit=2, end_bit=bits - 3)
+
+
+# Over-full buckets from an unaligned fine value (data.overfull_bucket): cb_lut counts a
+# bucket's digits less its first fine value where that saves a pass (bucket_bits), and every run
+# of the bucket must take them so: the bucket's passes, its split by its next bits, each part's
+# passes. Whether the base saves a pass depends on the width of the keys' range modulo the
+# in-bucket digit (8 or 9 bits): nine widths in a row take every residue.
+def overfull_spreads(dtype):
+    top = min(np.dtype(dtype).itemsize * 8, 28)
+    return range(max(8, top - 8), top + 1)
+
+
+@pytest.mark.parametrize("dtype", WITH_BF16, ids=str)
+def test_chunk_buckets_overfull_unaligned(ctx, queue, rng, dtype):
+    """Buckets of hundreds of fine values from an unaligned one, over a bound of 40 keys (split,
+    parts of over 32 keys sorted by passes): every key type, nine widths of the keys' range,
+    keys, pairs and argsort in turn, both directions, and a bit range; against numpy, stable and
+    bit for bit. 2^16 float keys (a fine digit of 14 bits: five buckets of the layout split),
+    20011 others (not sampled: a bucket is one value of the top digit)."""
+    sorter = clradix.Sorter(ctx, algorithm="chunks", bucket_keys=40, items_per_thread=64,
+                            blocks_per_cu=8)
+    n = 1 << 16 if key_codec(dtype).kind == "float" else 20011
+    for k, spread in enumerate(overfull_spreads(dtype)):
+        what = f"range of 2^{spread}"
+        for descending in (False, True):
+            keys = overfull_bucket(rng, dtype, n, spread, descending)
+            check_sort(queue, sorter, keys, SORT_OPS[k % 3], descending=descending, what=what)
+        check_sort(queue, sorter, keys, SORT_OPS[(k + 1) % 3], descending=True, begin_bit=2,
+                   what=what)
+
+
+def test_chunk_buckets_overfull_default_bound(ctx, queue, rng):
+    """The same at the planner's bound (BUCKET_BYTES over a key's and its value's bytes, checked
+    below the over-full bucket): float32 argsort and float64 pairs of 2^17 keys, 90 % in one
+    bucket (bound 65536 and 43690), and clradix.sort of 2^18 float32 keys in [1, 2), 90 % one
+    value (bound 131072)."""
+    dev = ctx.devices[0]
+    sorter = clradix.Sorter(ctx, algorithm="chunks")
+    n = 1 << 17
+    for dtype, op in ((np.float32, "argsort"), (np.float64, "pairs")):
+        bound = sorter.plan(dev, dtype, n, np.uint32).bucket_keys
+        assert 0 < bound < 0.9 * n, bound
+        for spread in overfull_spreads(dtype):
+            descending = spread % 2 == 1
+            keys = overfull_bucket(rng, dtype, n, spread, descending, levels=1)
+            check_sort(queue, sorter, keys, op, descending=descending,
+                       what=f"range of 2^{spread}")
+    n = 1 << 18
+    keys = (1 + rng.random(n)).astype(np.float32)
+    keys[rng.random(n) < 0.9] = np.float32(1 + rng.random())
+    check_sort(queue, None, keys, "keys")
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.float32], ids=str)
