@@ -99,6 +99,22 @@ def test_portions(ctx, queue, rng, monkeypatch):
                        descending=True)
 
 
+@pytest.mark.parametrize("radix_bits", [8, 4])
+def test_work_group_not_a_power_of_two(ctx, queue, rng, radix_bits):
+    """Work-groups of three subgroups (NVIDIA's passes run 384 work-items): more work-items than
+    digits (4-bit digits) or fewer (8-bit), a tile of 3 x 5 subgroup rows, the ring wrapping."""
+    for ranking in backends(ctx):
+        sg = 32 if ranking in ("ptx", "local") else 16
+        sorter = make(ctx, ranking, radix_bits=radix_bits, wg_size=3 * sg, items_per_thread=5,
+                      **SMALL_RING)
+        tile = 15 * sg
+        for dtype in (np.float32, np.uint64):
+            for n in (tile - 1, 37 * tile + 5):
+                check_sort(queue, sorter, float_specials(rng, dtype, n), "pairs")
+        check_sort(queue, sorter, uniform(rng, np.int32, 30 * tile + 1), "argsort",
+                   descending=True)
+
+
 @pytest.mark.parametrize("begin,end", [(0, 0), (4, 12), (3, 17), (24, 32)])
 def test_bit_ranges_and_argsort(ctx, queue, rng, begin, end):
     sorter = make(ctx, "local", **SMALL_RING)
