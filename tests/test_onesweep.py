@@ -7,7 +7,7 @@ import pytest
 import clradix
 from clradix.drivers import onesweep
 from clradix.core.device import DeviceProfile
-from clradix.core.keys import KEY_DTYPES
+from clradix.core.keys import KEY_DTYPES, key_codec
 from clradix.policies.fit import ranking_backends
 
 from conftest import check_sort
@@ -113,6 +113,20 @@ def test_work_group_not_a_power_of_two(ctx, queue, rng, radix_bits):
                 check_sort(queue, sorter, float_specials(rng, dtype, n), "pairs")
         check_sort(queue, sorter, uniform(rng, np.int32, 30 * tile + 1), "argsort",
                    descending=True)
+
+
+def test_capped_pass_builds_its_own_program(ctx, queue, rng, monkeypatch):
+    """Under a register cap (NVIDIA's large sorts) os_pass is a program of its own and
+    os_histogram and os_bins another, without the cap; the sort is as exact."""
+    monkeypatch.setattr(onesweep, "capped_registers", lambda pol, profile: True)
+    sorter = make(ctx, "local", max_registers=56, wg_size=3 * 32, **SMALL_RING)
+    keys = float_specials(rng, np.float64, 40 * 3 * 32 * IPT + 3)
+    check_sort(queue, sorter, keys, "pairs")
+    driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(keys.dtype), 4, keys.size)
+    assert isinstance(driver, onesweep.Onesweep)
+    progs = driver._programs
+    assert progs["os_histogram"] is progs["os_bins"] is not progs["os_pass"]
+    assert driver.render_params["part"] == "pass" and not driver.render_params["reqd_wg"]
 
 
 @pytest.mark.parametrize("begin,end", [(0, 0), (4, 12), (3, 17), (24, 32)])

@@ -17,6 +17,7 @@ import numpy as np
 from ..core.keys import VALUE_BYTES
 from ..core.sizes import index_bytes
 from ..policies.sort import ONESWEEP_PORTION
+from .base import Build
 from .digit_passes import DigitPasses
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
@@ -33,6 +34,19 @@ class Onesweep(DigitPasses):
 
     def build_options(self, profile, device):
         return onesweep_options(profile, device)
+
+    def builds(self, params, options, iota):
+        """Under a register cap (capped_registers) two programs of the template: os_histogram and
+        os_bins without the cap and with their work-group size stated (a cap sized for the
+        pass would bound their work-groups: NVIDIA reported 256 for os_histogram under the
+        pass's cap of 64), then os_pass under it. Otherwise one program of the three."""
+        if params["reqd_wg"]:
+            return super().builds(params, options, iota)
+        cap = [o for o in options if o.startswith("-cl-nv-maxrregcount=")]
+        prep = [o for o in options if o not in cap]
+        return [Build(self.template, dict(params, part="prep", reqd_wg=True), prep,
+                      ("os_histogram", "os_bins")),
+                Build(self.template, dict(params, part="pass"), options, ("os_pass",), iota)]
 
     def hist_groups(self, n):
         """Work-groups that count the digits of n keys (each reads 16 keys per work-item at
@@ -94,7 +108,7 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
                 force_fallback=bool(pol.force_fallback),
                 ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]),
-                reqd_wg=not capped_registers(pol, profile))
+                reqd_wg=not capped_registers(pol, profile), part="all")
 
 
 def capped_registers(pol, profile):
@@ -152,6 +166,7 @@ class OnesweepFused(Onesweep):
 
     template = "onesweep_fused.cl.mako"
     kernel_names = ("os_fused",)
+    builds = DigitPasses.builds   # one kernel: one program, under the cap if there is one
 
     @classmethod
     def _layout(cls, policy, index_bytes, key_bits, npasses):
