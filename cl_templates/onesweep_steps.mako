@@ -54,11 +54,23 @@ ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 ${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}
 </%def>
 
-## The digit of ordered key `y` (a C expression holding order_bits of a key): the bits' own, or
-## with `canon` numpy's order key's (ordered_canon: -0.0 and the NaNs; integer keys are their
-## own).
-<%def name="tile_digit(y, canon)">\
-ordered_digit(${f"ordered_canon({y}, flip)" if canon and key_kind == "float" else y}, shift, digit_mask)\
+## The form a tile holds a key in, from its load (tile_key) to its write (key_of_tile), in the
+## key's own register: a float key as its order_bits (the order's sign flip applied once, where
+## it is loaded), an integer key as itself (its order, one xor, is applied where a digit is
+## taken: held in the order's form the integer passes kept more values live and spilled more,
+## BENCHMARKS_NOTES.md "Float keys in their order's form"). `tile_digit(y, canon, mask)`: the C
+## expression of the digit of tile key `y`: its order bits' digit, or with `canon` (float keys
+## only) numpy's order key's (ordered_canon: -0.0 == +0.0, NaN after +inf).
+<%def name="tile_key(x)">${f"order_bits({x}, flip)" if key_kind == "float" else x}</%def>
+<%def name="key_of_tile(y)">${f"key_from_ordered({y}, flip)" if key_kind == "float" else y}</%def>
+<%def name="tile_digit(y, canon, mask='digit_mask')">\
+% if key_kind != "float":
+ordered_digit(order_bits(${y}, flip), shift, ${mask})\
+% elif canon:
+ordered_digit(ordered_canon(${y}, flip), shift, ${mask})\
+% else:
+ordered_digit(${y}, shift, ${mask})\
+% endif
 </%def>
 
 ## A tile loop `loop(canon)` in the form the pass's keys need: for float keys two copies under
@@ -86,13 +98,13 @@ ${loop(False)}
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
-        k[i] = j < valid ? order_bits(keys[j], flip) : (KEY_T)0;
+        k[i] = j < valid ? ${tile_key("keys[j]")} : (KEY_T)0;
         dig[i] = j < valid ? ${tile_digit("k[i]", canon)} : PAD_DIGIT;
     }
 </%def>\
 /* load: subgroup w holds keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
-   k[i] holds its key's order_bits, in the loaded key's own register until the write
-   (key_from_ordered), and dig[i] its digit, PAD_DIGIT for padding. `exact`: the pass's keys hold
+   k[i] holds its key in the tile's form (tile_key: a float key's order_bits) until the
+   write, and dig[i] its digit, PAD_DIGIT for padding. `exact`: the pass's keys hold
    no -0.0 and no NaN (os_histogram counted them), so the bits' digit is the order key's. */
 static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
                              __global const KEY_T* keys, uint valid, uint shift,
@@ -476,7 +488,7 @@ static inline void finish_digit(uint d, uint pre, uint cnt, INDEX_T bin, uint t,
 }
 
 /* The keys go out from local memory in their tile order (coalesced runs per digit), each
-   turned back from its ordered form; dj[i] keeps the digit of place i * WG + lid for the
+   turned back from the tile's form; dj[i] keeps the digit of place i * WG + lid for the
    values */
 <%def name="scatter_loop(canon)">
 ${unroll}
@@ -486,7 +498,7 @@ ${unroll}
             const KEY_T y = lkeys[j];
             dj[i] = ${tile_digit("y", canon)};
             if (write_keys)
-                keys_out[lbase[dj[i]] + j] = key_from_ordered(y, flip);
+                keys_out[lbase[dj[i]] + j] = ${key_of_tile("y")};
         }
     }
 </%def>\

@@ -116,17 +116,20 @@ def test_work_group_not_a_power_of_two(ctx, queue, rng, radix_bits):
 
 
 def test_capped_pass_builds_its_own_program(ctx, queue, rng, monkeypatch):
-    """Under a register cap (NVIDIA's large sorts) os_pass is a program of its own and
-    os_histogram and os_bins another, without the cap; the sort is as exact."""
+    """Under a register cap (NVIDIA's large sorts) os_pass is a program of its own (384 work-items
+    a group here) and os_histogram and os_bins another, without the cap, of 256 work-items a group;
+    the sort is as exact."""
     monkeypatch.setattr(onesweep, "capped_registers", lambda pol, profile: True)
-    sorter = make(ctx, "local", max_registers=56, wg_size=3 * 32, **SMALL_RING)
-    keys = float_specials(rng, np.float64, 40 * 3 * 32 * IPT + 3)
+    sorter = make(ctx, "local", max_registers=56, wg_size=384, items_per_thread=2, **SMALL_RING)
+    keys = float_specials(rng, np.float64, 40 * 384 * 2 + 3)
     check_sort(queue, sorter, keys, "pairs")
+    check_sort(queue, sorter, keys, "keys", descending=True)
     driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(keys.dtype), 4, keys.size)
     assert isinstance(driver, onesweep.Onesweep)
     progs = driver._programs
     assert progs["os_histogram"] is progs["os_bins"] is not progs["os_pass"]
     assert driver.render_params["part"] == "pass" and not driver.render_params["reqd_wg"]
+    assert (driver.prep_wg, driver.policy.wg_size) == (256, 384)
 
 
 @pytest.mark.parametrize("begin,end", [(0, 0), (4, 12), (3, 17), (24, 32)])

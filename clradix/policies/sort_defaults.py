@@ -89,14 +89,17 @@ NVIDIA_FUSED_MAX = 1 << 21
 # (items per work-item) and register cap (-cl-nv-maxrregcount; 0: the compiler's choice) by key
 # width and whether values travel with the keys. A capped pass is a program of its own, without
 # reqd_work_group_size (which would make the compiler ignore the cap); os_histogram and os_bins
-# are built beside it without the cap (drivers/onesweep.py, builds). 32-bit keys take CUB's
-# shape on sm90 (384 x 19 under 56 registers: three work-groups a multiprocessor, no spill);
-# measurements in BENCHMARKS.md ("Large sorts: the pass in CUB's shape"). 64-bit keys with values
-# keep the tile that local memory allows.
+# are built beside it without the cap, 256 work-items a group (drivers/onesweep.py, builds), so
+# the pass may take any multiple of 32 work-items. Larger tiles pay: the tile's fixed costs (its
+# id, the claim, the barriers, the look-back's round trips) weigh more than residency, spills
+# included (BENCHMARKS.md, "Large sorts at CUB's speed" and "Float keys in their order's form":
+# every entry here spills a little, and each was faster than the shapes tried without spills).
+# 64-bit keys under 64 registers: four work-groups a multiprocessor instead of three. 64-bit keys
+# with values keep the tile that local memory allows.
 NVIDIA_PASS_TILES = {
-    (4, False): (384, 19, 56),   # keys of up to 4 bytes
+    (4, False): (256, 28, 64),   # keys of up to 4 bytes
     (4, True): (256, 20, 80),    # ... with values (argsort's indices are values)
-    (8, False): (256, 16, 0),    # 64-bit keys
+    (8, False): (256, 16, 64),   # 64-bit keys
 }
 
 
