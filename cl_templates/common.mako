@@ -26,34 +26,57 @@
     skey_t = {"uchar": "char", "ushort": "short", "uint": "int", "ulong": "long"}[key_t]
     suffix = "UL" if key_bits == 64 else "U"
 %>
-static inline ${key_t} order_key(${key_t} x, ${key_t} flip)
-{
-% if key_kind == "uint":
-    return (${key_t})(x ^ flip);
-% elif key_kind == "int":
-    return (${key_t})(x ^ (${key_t})${hex(sign)}${suffix} ^ flip);
-% else:
-    /* without branches (one select each: a branch per key costs more in an unrolled tile) */
-    const ${key_t} sign = (${key_t})${hex(sign)}${suffix};
-    const ${key_t} ones = (${key_t})${hex(ones)}${suffix};
-    const ${key_t} neg = (${key_t})((${skey_t})x >> ${key_bits - 1});  /* all ones if negative */
-    ${key_t} e = (${key_t})(x ^ (neg | sign));
-    e = x == sign ? sign : e;                     /* -0.0 == +0.0 */
-    e = (${key_t})(x & (${key_t})~sign) > (${key_t})${hex(key_inf_bits)}${suffix}
-        ? ones : e;                               /* every NaN: after +inf */
-    return (${key_t})(e ^ flip);
-% endif
-}
-/* The bits' order: order_key without numpy's two equalities (-0.0 == +0.0, NaN == NaN), equal
-   to it for every key but -0.0 and the NaNs (is_special); for floats two operations for six. */
+/* The bits' order: a bijection (key_from_ordered inverts it) whose order is numpy's for every key
+   but -0.0 and the NaNs (is_special), which ordered_canon puts in numpy's order; for floats two
+   operations. A onesweep tile holds each key in this form, in the key's own register, from its
+   load to its write (onesweep_steps.mako). */
 static inline ${key_t} order_bits(${key_t} x, ${key_t} flip)
 {
 % if key_kind == "float":
-    const ${key_t} neg = (${key_t})((${skey_t})x >> ${key_bits - 1});
+    const ${key_t} neg = (${key_t})((${skey_t})x >> ${key_bits - 1});  /* all ones if negative */
     return (${key_t})(x ^ (neg | (${key_t})${hex(sign)}${suffix}) ^ flip);
+% elif key_kind == "int":
+    return (${key_t})(x ^ (${key_t})${hex(sign)}${suffix} ^ flip);
 % else:
-    return order_key(x, flip);
+    return (${key_t})(x ^ flip);
 % endif
+}
+
+/* the key whose order_bits (under the same flip) is y */
+static inline ${key_t} key_from_ordered(${key_t} y, ${key_t} flip)
+{
+% if key_kind == "float":
+    const ${key_t} z = (${key_t})(y ^ flip);
+    /* all ones where z's top bit is set: the key was positive, only its sign bit flipped */
+    const ${key_t} pos = (${key_t})((${skey_t})z >> ${key_bits - 1});
+    return (${key_t})(z ^ ((${key_t})~pos | (${key_t})${hex(sign)}${suffix}));
+% else:
+    return order_bits(y, flip);   /* (an involution for integer keys) */
+% endif
+}
+
+/* order_key from y = order_bits(x, flip): without branches (one select each: a branch per key
+   costs more in an unrolled tile); integer keys are their own */
+static inline ${key_t} ordered_canon(${key_t} y, ${key_t} flip)
+{
+% if key_kind == "float":
+<%
+    hi = key_inf_bits | sign          # +inf's order bits; beyond it, the positive NaNs
+    lo = ones ^ hi                    # -inf's; below it, the negative NaNs
+%>    const ${key_t} z = (${key_t})(y ^ flip);
+    ${key_t} c = z == (${key_t})${hex(ones >> 1)}${suffix}
+        ? (${key_t})${hex(sign)}${suffix} : z;        /* -0.0 == +0.0 */
+    c = (${key_t})(z - (${key_t})${hex(lo)}${suffix}) > (${key_t})${hex(hi - lo)}${suffix}
+        ? (${key_t})${hex(ones)}${suffix} : c;        /* every NaN: after +inf */
+    return (${key_t})(c ^ flip);
+% else:
+    return y;
+% endif
+}
+
+static inline ${key_t} order_key(${key_t} x, ${key_t} flip)
+{
+    return ordered_canon(order_bits(x, flip), flip);
 }
 
 /* whether order_key and order_bits differ for x: -0.0 or a NaN (never for integer keys) */
@@ -138,18 +161,19 @@ static inline ${t} ${name}(${t} v, __local ${t}* scratch, uint lid, ${t}* total)
 % endif
 
 ${order_key_fn(key_kind, key_bits, key_t, key_inf_bits)}
-/* the digit of key x in a pass: bits [shift, shift + popcount(digit_mask)) of its order key */
+/* the digit of ordered key y (order_bits or order_key) in a pass: bits [shift, shift +
+   popcount(digit_mask)) */
+static inline uint ordered_digit(KEY_T y, uint shift, uint digit_mask)
+{
+    return (uint)(y >> shift) & digit_mask;
+}
+/* the digit of key x in a pass: its order key's */
 static inline uint digit_of(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
 {
-    return (uint)(order_key(x, flip) >> shift) & digit_mask;
+    return ordered_digit(order_key(x, flip), shift, digit_mask);
 }
 /* whether some keys' order_key and order_bits differ (is_special): keys of a floating type */
 #define KEY_SPECIALS ${int(key_kind == "float")}
-/* the same digit by order_bits: equal to digit_of's for every key but -0.0 and the NaNs */
-static inline uint digit_of_bits(KEY_T x, uint shift, uint digit_mask, KEY_T flip)
-{
-    return (uint)(order_bits(x, flip) >> shift) & digit_mask;
-}
 % if value_t:
 
 /* the value of the element at index i: vals[i], or with iota (argsort's indices, made by the
@@ -382,8 +406,9 @@ ${unroll}
 ## The write-out of a whole sort of one tile by one work-group (onesweep's os_small,
 ## reduce_then_scan's rts_small): the sorted keys are in lkeys[0..count), lperm[j] the source
 ## position of sorted key j; the values are read (value_at) before anything is written, so the
-## output may be the input. `count` is a C expression; keys_out/vals_out are already offset.
-<%def name="small_sort_write(value_t, count)">\
+## output may be the input. `count` is a C expression; keys_out/vals_out are already offset;
+## `key` the C expression of the key written from place j (os_small stages ordered keys).
+<%def name="small_sort_write(value_t, count, key='lkeys[j]')">\
 % if value_t:
     vals_in += vals_in_off;
     vals_out += vals_out_off;
@@ -399,7 +424,7 @@ ${unroll}
         const uint j = i * WG + lid;
         if (j < ${count}) {
             if (write_keys)
-                keys_out[j] = lkeys[j];
+                keys_out[j] = ${key};
 % if value_t:
             vals_out[j] = v[i];
 % endif

@@ -13,7 +13,9 @@
    and only with atomic functions (common.mako's cross_group_fns): by OpenCL's rules a plain
    access to a word that another work-group writes during the same launch is a data race.
    The functions are `static inline` (common.mako says why). Steps take the tile's registers as
-   private arrays (KEY_T k[IPT]): once inlined, they stay in registers. */
+   private arrays (KEY_T k[IPT]): once inlined, they stay in registers.
+   `part`: "all" the three kernels; "prep" os_histogram and os_bins, "pass" os_pass (and the
+   iota kernel): the two programs of a pass under a register cap (drivers/onesweep.py, builds). */
 <%namespace name="common" file="common.mako"/>
 <%namespace name="steps" file="onesweep_steps.mako"/>
 <%
@@ -24,6 +26,7 @@ ${steps.prelude()}
 ${steps.ranking_fns()}
 ${steps.histogram_fns()}
 ${steps.pass_fns()}
+% if part != "pass":
 
 /* hist[p * RADIX + d] += number of keys whose digit of pass p is d, hist[passes * RADIX] += the
    number of -0.0 and NaN keys; zeroes ring 0 */
@@ -46,6 +49,8 @@ void os_bins(__global const INDEX_T* restrict hist, __global INDEX_T* restrict b
     const uint p = get_group_id(0);
     rake_scan_index(hist + p * RADIX, bins + p * RADIX, RADIX, scratch, get_local_id(0));
 }
+% endif
+% if part != "prep":
 
 /* One digit pass over one portion: a tile per work-group. */
 __kernel WG_ATTR SG_ATTR
@@ -75,7 +80,8 @@ ${steps.tile_locals()}
               bins_out + bins_off, &ltile, lraw, lcount, ldigits, lbase, lscan, lsg, lfb,
               lflags);
 }
-% if value_t in ("uint", "ulong"):
+%   if value_t in ("uint", "ulong"):
 
 ${common.iota_kernel(value_t, index_t)}
+%   endif
 % endif

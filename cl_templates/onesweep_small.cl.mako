@@ -37,7 +37,8 @@ void os_small(${common.stream_params(value_t, 14, restrict=False) | trim}
 % endif
     for (uint shift = begin_bit; shift < end_bit; shift += ${radix_bits}) {
         const uint mask = (1u << min((uint)${radix_bits}, end_bit - shift)) - 1u;
-        /* the keys: from the input for the first digit, else in the order of the one before */
+        /* the keys: from the input for the first digit, else in the order of the one before;
+           in the tile's form (onesweep_steps.mako, tile_key) from their load to their write */
         if (shift == begin_bit) {
             load_keys(k, dig, keys_in, n, shift, mask, flip, 0, w, lane);
         } else {
@@ -45,7 +46,7 @@ ${unroll}
             for (uint i = 0; i < IPT; ++i) {
                 const uint j = w * SG * IPT + i * SG + lane;
                 k[i] = j < n ? lkeys[j] : (KEY_T)0;
-                dig[i] = j < n ? digit_of(k[i], shift, mask, flip) : PAD_DIGIT;
+                dig[i] = j < n ? ${steps.tile_digit("k[i]", True, "mask")} : PAD_DIGIT;
             }
         }
 % if value_t:
@@ -78,7 +79,7 @@ ${unroll}
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-${common.small_sort_write(value_t, "n")}
+${common.small_sort_write(value_t, "n", key=capture(steps.key_of_tile, "lkeys[j]"))}
 }
 % if value_t in ("uint", "ulong"):
 

@@ -54,6 +54,39 @@ ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
 ${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}
 </%def>
 
+## The form a tile holds a key in, from its load (tile_key) to its write (key_of_tile), in the
+## key's own register: a float key as its order_bits (the order's sign flip applied once, where
+## it is loaded), an integer key as itself (its order, one xor, is applied where a digit is
+## taken: held in the order's form the integer passes kept more values live and spilled more,
+## BENCHMARKS_NOTES.md "Float keys in their order's form"). `tile_digit(y, canon, mask)`: the C
+## expression of the digit of tile key `y`: its order bits' digit, or with `canon` (float keys
+## only) numpy's order key's (ordered_canon: -0.0 == +0.0, NaN after +inf).
+<%def name="tile_key(x)">${f"order_bits({x}, flip)" if key_kind == "float" else x}</%def>
+<%def name="key_of_tile(y)">${f"key_from_ordered({y}, flip)" if key_kind == "float" else y}</%def>
+<%def name="tile_digit(y, canon, mask='digit_mask')">\
+% if key_kind != "float":
+ordered_digit(order_bits(${y}, flip), shift, ${mask})\
+% elif canon:
+ordered_digit(ordered_canon(${y}, flip), shift, ${mask})\
+% else:
+ordered_digit(${y}, shift, ${mask})\
+% endif
+</%def>
+
+## A tile loop `loop(canon)` in the form the pass's keys need: for float keys two copies under
+## the uniform `exact` (no -0.0 or NaN in the pass: the bits' digits), for integer keys one.
+<%def name="by_exactness(loop)">\
+% if key_kind == "float":
+    if (exact) {
+${loop(False)}
+    } else {
+${loop(True)}
+    }
+% else:
+${loop(False)}
+% endif
+</%def>
+
 ## The ranking of a tile, shared by os_pass, os_fused and os_small: keys in registers
 ## (KEY_T k[IPT], lane-striped by subgroup), each key's digit in dig[] (PAD_DIGIT for padding).
 <%def name="ranking_fns()">
@@ -61,26 +94,23 @@ ${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}
     RADIX = 1 << radix_bits
     unroll = "    #pragma unroll" if backend == "ptx" else ""
 %>\
-<%def name="load_loop(digit)">
+<%def name="load_loop(canon)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = w * SG * IPT + i * SG + lane;
-        k[i] = j < valid ? keys[j] : (KEY_T)0;
-        dig[i] = j < valid ? ${digit}(k[i], shift, digit_mask, flip) : PAD_DIGIT;
+        k[i] = j < valid ? ${tile_key("keys[j]")} : (KEY_T)0;
+        dig[i] = j < valid ? ${tile_digit("k[i]", canon)} : PAD_DIGIT;
     }
 </%def>\
 /* load: subgroup w holds keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
-   dig[i] is key k[i]'s digit, PAD_DIGIT for padding. `exact`: the pass's keys hold no -0.0 and
-   no NaN (os_histogram counted them), so the cheaper digit_of_bits gives digit_of's digits. */
+   k[i] holds its key in the tile's form (tile_key: a float key's order_bits) until the
+   write, and dig[i] its digit, PAD_DIGIT for padding. `exact`: the pass's keys hold
+   no -0.0 and no NaN (os_histogram counted them), so the bits' digit is the order key's. */
 static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
                              __global const KEY_T* keys, uint valid, uint shift,
                              uint digit_mask, KEY_T flip, uint exact, uint w, uint lane)
 {
-    if (exact) {
-${load_loop("digit_of_bits")}
-    } else {
-${load_loop("digit_of")}
-    }
+${by_exactness(load_loop)}
 }
 
 /* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (zeroed
@@ -457,17 +487,18 @@ static inline void finish_digit(uint d, uint pre, uint cnt, INDEX_T bin, uint t,
         bins_out[d] = bin + excl + cnt;
 }
 
-/* The keys go out from local memory in their tile order (coalesced runs per digit); dj[i] keeps
-   the digit of place i * WG + lid for the values */
-<%def name="scatter_loop(digit)">
+/* The keys go out from local memory in their tile order (coalesced runs per digit), each
+   turned back from the tile's form; dj[i] keeps the digit of place i * WG + lid for the
+   values */
+<%def name="scatter_loop(canon)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint j = i * WG + lid;
         if (j < valid) {
-            const KEY_T key = lkeys[j];
-            dj[i] = ${digit}(key, shift, digit_mask, flip);
+            const KEY_T y = lkeys[j];
+            dj[i] = ${tile_digit("y", canon)};
             if (write_keys)
-                keys_out[lbase[dj[i]] + j] = key;
+                keys_out[lbase[dj[i]] + j] = ${key_of_tile("y")};
         }
     }
 </%def>\
@@ -476,11 +507,7 @@ static inline void scatter_keys(__private uint dj[IPT], __local const KEY_T* lke
                                 uint shift, uint digit_mask, KEY_T flip, uint exact,
                                 __local const INDEX_T* lbase, uint lid)
 {
-    if (exact) {
-${scatter_loop("digit_of_bits")}
-    } else {
-${scatter_loop("digit_of")}
-    }
+${by_exactness(scatter_loop)}
 }
 % if value_t:
 

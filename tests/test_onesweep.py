@@ -7,7 +7,7 @@ import pytest
 import clradix
 from clradix.drivers import onesweep
 from clradix.core.device import DeviceProfile
-from clradix.core.keys import KEY_DTYPES
+from clradix.core.keys import KEY_DTYPES, key_codec
 from clradix.policies.fit import ranking_backends
 
 from conftest import check_sort
@@ -97,6 +97,39 @@ def test_portions(ctx, queue, rng, monkeypatch):
             check_sort(queue, sorter, float_specials(rng, dtype, 23 * TILE + 1), "pairs")
             check_sort(queue, sorter, float_specials(rng, dtype, 10 * TILE + 6), "pairs",
                        descending=True)
+
+
+@pytest.mark.parametrize("radix_bits", [8, 4])
+def test_work_group_not_a_power_of_two(ctx, queue, rng, radix_bits):
+    """Work-groups of three subgroups (NVIDIA's passes run 384 work-items): more work-items than
+    digits (4-bit digits) or fewer (8-bit), a tile of 3 x 5 subgroup rows, the ring wrapping."""
+    for ranking in backends(ctx):
+        sg = 32 if ranking in ("ptx", "local") else 16
+        sorter = make(ctx, ranking, radix_bits=radix_bits, wg_size=3 * sg, items_per_thread=5,
+                      **SMALL_RING)
+        tile = 15 * sg
+        for dtype in (np.float32, np.uint64):
+            for n in (tile - 1, 37 * tile + 5):
+                check_sort(queue, sorter, float_specials(rng, dtype, n), "pairs")
+        check_sort(queue, sorter, uniform(rng, np.int32, 30 * tile + 1), "argsort",
+                   descending=True)
+
+
+def test_capped_pass_builds_its_own_program(ctx, queue, rng, monkeypatch):
+    """Under a register cap (NVIDIA's large sorts) os_pass is a program of its own (384 work-items
+    a group here) and os_histogram and os_bins another, without the cap, of 256 work-items a group;
+    the sort is as exact."""
+    monkeypatch.setattr(onesweep, "capped_registers", lambda pol, profile: True)
+    sorter = make(ctx, "local", max_registers=56, wg_size=384, items_per_thread=2, **SMALL_RING)
+    keys = float_specials(rng, np.float64, 40 * 384 * 2 + 3)
+    check_sort(queue, sorter, keys, "pairs")
+    check_sort(queue, sorter, keys, "keys", descending=True)
+    driver = sorter.planner.sort_driver(ctx.devices[0], key_codec(keys.dtype), 4, keys.size)
+    assert isinstance(driver, onesweep.Onesweep)
+    progs = driver._programs
+    assert progs["os_histogram"] is progs["os_bins"] is not progs["os_pass"]
+    assert driver.render_params["part"] == "pass" and not driver.render_params["reqd_wg"]
+    assert (driver.prep_wg, driver.policy.wg_size) == (256, 384)
 
 
 @pytest.mark.parametrize("begin,end", [(0, 0), (4, 12), (3, 17), (24, 32)])

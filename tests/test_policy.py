@@ -243,19 +243,21 @@ def test_repeated_calls_plan_once_until_the_profile_changes(ctx, queue, rng, mon
 
 def test_nvidia_register_cap():
     """NVIDIA: the separate onesweep passes of keys of up to 4 bytes are built under a register
-    cap (64 at 256 x 28 for keys alone, 80 at 256 x 20 with values: NVIDIA_PASS_TILES), rendered
-    without reqd_work_group_size (which makes NVIDIA's compiler ignore the cap); 64-bit keys, the
-    one-launch sorts, other vendors and a chosen max_registers are left alone."""
+    cap (64 at 256 x 28 for keys alone, 80 at 256 x 20 with values, 64 for 64-bit keys:
+    NVIDIA_PASS_TILES), rendered without reqd_work_group_size (which makes NVIDIA's compiler
+    ignore the cap); the one-launch sorts, other vendors and a chosen max_registers are left
+    alone."""
     from clradix.drivers.onesweep import capped_registers
     from clradix.core.render import render
     nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
     for dtype in (np.uint32, np.float32, np.int16, np.uint8):
         for values in (None, 4, 8):
             pol = plan_sort(nv, key_codec(dtype), values, 2 ** 28)
-            want = (20, 80) if values else (28, 64)
-            assert (pol.items_per_thread, pol.max_registers) == want, (dtype, values, pol)
+            want = (256, 20, 80) if values else (256, 28, 64)
+            assert (pol.wg_size, pol.items_per_thread, pol.max_registers) == want, (dtype, values,
+                                                                                   pol)
             assert capped_registers(pol, nv), (dtype, values)
-    assert plan_sort(nv, key_codec(np.uint64), None, 2 ** 28).max_registers == 0
+    assert plan_sort(nv, key_codec(np.uint64), None, 2 ** 28).max_registers == 64
     assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 20).max_registers == 0   # os_fused
     assert plan_sort(nv, key_codec(np.uint32), None, 2 ** 28, max_registers=80).max_registers == 80
     other = plan_sort(profile(), key_codec(np.uint32), None, 2 ** 28, algorithm="onesweep")

@@ -50,11 +50,17 @@ class DigitPasses(Driver):
         options = list(self.build_options(profile, device))
         if getattr(policy, "max_registers", 0) and profile.is_nvidia:
             options.append(f"-cl-nv-maxrregcount={policy.max_registers}")
-        # what the program was rendered and built from (benchmarks rebuild it to inspect it)
-        self.render_params, self.build_opts = params, options
         iota = ("rts_iota",) if value_t in ("uint", "ulong") else ()
-        super().__init__(programs, device, profile, policy.wg_size,
-                         [Build(self.template, params, options, self.kernel_names, iota)])
+        builds = self.builds(params, options, iota)
+        # what the program of the passes was rendered and built from (the last build; benchmarks
+        # and tests rebuild it to read the compiler's report)
+        self.render_params, self.build_opts = builds[-1].params, list(builds[-1].options)
+        super().__init__(programs, device, profile, policy.wg_size, builds)
+
+    def builds(self, params, options, iota):
+        """The programs of the driver (base.Build), the one of the digit passes last: one
+        program of every kernel."""
+        return [Build(self.template, params, options, self.kernel_names, iota)]
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):

@@ -13,10 +13,13 @@ import re
 from typing import Tuple
 
 import numpy as np
+import pyopencl as cl
 
 from ..core.keys import VALUE_BYTES
+from ..core.limits import check_work_groups
 from ..core.sizes import index_bytes
 from ..policies.sort import ONESWEEP_PORTION
+from .base import Build
 from .digit_passes import DigitPasses
 
 # Keys per onesweep launch (a module global so that tests can make portions small).
@@ -34,10 +37,36 @@ class Onesweep(DigitPasses):
     def build_options(self, profile, device):
         return onesweep_options(profile, device)
 
-    def hist_groups(self, n):
-        """Work-groups that count the digits of n keys (each reads 16 keys per work-item at
-        least; at most 8 per compute unit, grid-stride beyond)."""
-        return max(1, min(-(-n // (self.policy.wg_size * 16)), self.profile.compute_units * 8))
+    # the work-group of os_histogram and os_bins when they are a program of their own (builds)
+    PREP_WG = 256
+
+    def builds(self, params, options, iota):
+        """Under a register cap (capped_registers) two programs of the template: os_histogram and
+        os_bins of work-groups of at most PREP_WG (stated, and without the cap), then os_pass
+        under the cap. NVIDIA reports os_histogram to run at most 256 work-items a group whether
+        or not it shares the pass's cap or states a larger size, so it cannot take the pass's
+        384. Otherwise one program of the three, every kernel of the policy's work-group."""
+        self.prep_wg = params["wg"]
+        if params["reqd_wg"]:
+            return super().builds(params, options, iota)
+        self.prep_wg = min(self.PREP_WG, params["wg"])
+        cap = [o for o in options if o.startswith("-cl-nv-maxrregcount=")]
+        prep = [o for o in options if o not in cap]
+        return [Build(self.template, dict(params, part="prep", reqd_wg=True, wg=self.prep_wg),
+                      prep, (), ("os_histogram", "os_bins")),
+                Build(self.template, dict(params, part="pass"), options, ("os_pass",), iota)]
+
+    def __init__(self, programs, device, profile, policy, *args):
+        super().__init__(programs, device, profile, policy, *args)
+        if self.prep_wg != policy.wg_size:
+            check_work_groups({name: cl.Kernel(self._programs[name], name)
+                               for name in ("os_histogram", "os_bins")}, device, self.prep_wg,
+                              profile.describe())
+
+    def hist_groups(self, n, wg):
+        """Work-groups of ``wg`` that count the digits of n keys (each reads 16 keys per work-item
+        at least; at most 8 per compute unit, grid-stride beyond)."""
+        return max(1, min(-(-n // (wg * 16)), self.profile.compute_units * 8))
 
     @staticmethod
     def status_bytes(policy):
@@ -66,10 +95,11 @@ class Onesweep(DigitPasses):
                     for start in range(0, n, PORTION)]
         slots = [min(pol.ring_slots, -(-length // pol.tile)) for _, _, length in launches] + [0]
         seq.fill("fill histogram", (hist, 0), self.index_np(0), table + self.index_bytes)
-        hist_groups = self.hist_groups(n)
-        seq.launch("os_histogram", "os_histogram", (hist_groups * wg,), (wg,),
+        pwg = self.prep_wg
+        hist_groups = self.hist_groups(n, pwg)
+        seq.launch("os_histogram", "os_histogram", (hist_groups * pwg,), (pwg,),
                    [kin0, kin0_off, n, hist, begin, end, flip, status, slots[0]])
-        seq.launch("os_bins", "os_bins", (len(passes) * wg,), (wg,), [hist, bins_a])
+        seq.launch("os_bins", "os_bins", (len(passes) * pwg,), (pwg,), [hist, bins_a])
         for k, (p, start, length) in enumerate(launches):
             shift, bits = passes[p]
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
@@ -94,7 +124,7 @@ def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
                 force_fallback=bool(pol.force_fallback),
                 ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
                 stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]),
-                reqd_wg=not capped_registers(pol, profile))
+                reqd_wg=not capped_registers(pol, profile), part="all")
 
 
 def capped_registers(pol, profile):
@@ -153,6 +183,11 @@ class OnesweepFused(Onesweep):
     template = "onesweep_fused.cl.mako"
     kernel_names = ("os_fused",)
 
+    def builds(self, params, options, iota):
+        """One kernel: one program, under the cap if there is one."""
+        self.prep_wg = params["wg"]
+        return DigitPasses.builds(self, params, options, iota)
+
     @classmethod
     def _layout(cls, policy, index_bytes, key_bits, npasses):
         """(bytes the fill zeroes: the counters and the histogram, bytes of `work`: those and a
@@ -173,7 +208,7 @@ class OnesweepFused(Onesweep):
                                                     len(passes))
         work, bins = seq.temp(work_bytes)[0], seq.temp(bins_bytes)[0]
         tiles = -(-n // pol.tile)
-        hist_groups = self.hist_groups(n)
+        hist_groups = self.hist_groups(n, wg)
         begin, end = passes[0][0], passes[-1][0] + passes[-1][1]
         keys = _first_and_pingpong(key_io)
         args = [a for pair in keys for a in pair]

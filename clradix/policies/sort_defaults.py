@@ -85,21 +85,27 @@ LARGE_SORT = 1 << 18
 # the whole pass before them).
 NVIDIA_FUSED_MAX = 1 << 21
 
-# NVIDIA, onesweep in separate launches (beyond NVIDIA_FUSED_MAX): the tile (items per work-item
-# of 256) and the register cap (-cl-nv-maxrregcount; 0: the compiler's choice) by key width and
-# whether values travel with the keys. A capped kernel carries no reqd_work_group_size, which would
-# make the compiler ignore the cap. Larger tiles pay: the tile's fixed costs (its id, the claim,
-# the barriers, the look-back's round trips) weigh more than residency (BENCHMARKS.md, "Large sorts
-# at CUB's speed"). 64-bit keys with values keep the tile that local memory allows.
+# NVIDIA, onesweep in separate launches (beyond NVIDIA_FUSED_MAX): the pass's work-group, tile
+# (items per work-item) and register cap (-cl-nv-maxrregcount; 0: the compiler's choice) by key
+# width and whether values travel with the keys. A capped pass is a program of its own, without
+# reqd_work_group_size (which would make the compiler ignore the cap); os_histogram and os_bins
+# are built beside it without the cap, 256 work-items a group (drivers/onesweep.py, builds), so
+# the pass may take any multiple of 32 work-items. Larger tiles pay: the tile's fixed costs (its
+# id, the claim, the barriers, the look-back's round trips) weigh more than residency, spills
+# included (BENCHMARKS.md, "Large sorts at CUB's speed" and "Float keys in their order's form":
+# every entry here spills a little, and each was faster than the shapes tried without spills).
+# 64-bit keys under 64 registers: four work-groups a multiprocessor instead of three. 64-bit keys
+# with values keep the tile that local memory allows.
 NVIDIA_PASS_TILES = {
-    (4, False): (28, 64),    # keys of up to 4 bytes
-    (4, True): (20, 80),     # ... with values (argsort's indices are values)
-    (8, False): (16, 0),     # 64-bit keys
+    (4, False): (256, 28, 64),   # keys of up to 4 bytes
+    (4, True): (256, 20, 80),    # ... with values (argsort's indices are values)
+    (8, False): (256, 16, 64),   # 64-bit keys
 }
 
 
 def nvidia_pass_tile(key_bytes, value_bytes):
-    """(items_per_thread, max_registers) of NVIDIA's onesweep passes, or None: the defaults."""
+    """(wg_size, items_per_thread, max_registers) of NVIDIA's onesweep passes, or None: the
+    defaults."""
     return NVIDIA_PASS_TILES.get((4 if key_bytes <= 4 else key_bytes, bool(value_bytes)))
 
 

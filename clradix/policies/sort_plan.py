@@ -82,7 +82,9 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         policy = replace(policy, fused_passes=True)
     tile = nvidia_pass_tile(kb, vb) if nvidia_onesweep and not policy.fused_passes else None
     if tile:
-        ipt, cap = tile
+        wg, ipt, cap = tile
+        if "wg_size" not in fields:
+            policy = clamp_wg(replace(policy, wg_size=wg), profile)
         if "items_per_thread" not in fields:
             policy = shrink_items(replace(policy, items_per_thread=ipt),
                                   lambda pol: pol.local_bytes(kb, ib, vb),

@@ -21,8 +21,13 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
         raise PolicyError(f"bucket_keys is a chunks option, not one of {policy.algorithm}")
     if policy.bucket_keys < 0:
         raise PolicyError(f"bucket_keys={policy.bucket_keys} must be 0 (no buckets) or more")
-    if policy.wg_size < 1 or policy.wg_size & (policy.wg_size - 1):
-        raise PolicyError(f"wg_size={policy.wg_size} must be a power of two")
+    if policy.wg_size < 1 or (policy.wg_size & (policy.wg_size - 1)
+                              and not (policy.algorithm == "onesweep"
+                                       and policy.wg_size % policy.sg_size == 0)):
+        # (onesweep's kernels loop over the digits and subgroups of any work-group size, as
+        # 384, CUB's pass on sm90)
+        raise PolicyError(f"wg_size={policy.wg_size} must be a power of two (onesweep: or a "
+                          f"multiple of its subgroup width, sg_size={policy.sg_size})")
     if policy.wg_size > profile.max_wg_size:
         raise PolicyError(f"wg_size={policy.wg_size} exceeds the maximum work-group size "
                           f"{profile.max_wg_size} of {dev}")
