@@ -81,6 +81,15 @@ static inline void tile_span(INDEX_T n, uint g, uint groups, INDEX_T* t0, INDEX_
     *t1 = (INDEX_T)(tiles * (g + 1) / groups);
 }
 
+/* The keys [*lo, *hi) of n that work-group g of `groups` takes (its span of tiles). */
+static inline void chunk_of(INDEX_T n, uint g, uint groups, INDEX_T* lo, INDEX_T* hi)
+{
+    INDEX_T t0, t1;
+    tile_span(n, g, groups, &t0, &t1);
+    *lo = t0 * TILE;
+    *hi = min((INDEX_T)(t1 * TILE), n);
+}
+
 /* A work-item's IPT consecutive keys from `at` (0 past n): vector loads in a full run. */
 STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T at, INDEX_T n)
 {
@@ -98,6 +107,17 @@ STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T at, I
         for (uint i = 0; i < IPT; ++i)
             x[i] = at + i < n ? src[at + i] : (KEY_T)0;
     }
+}
+
+/* (wg = 1) n staged candidates to the candidate buffer: one counter add for them all. */
+#define STAGE 64
+static inline void write_stage(const KEY_T* stage, uint n, __global INDEX_T* counter,
+                               __global KEY_T* cout, INDEX_T cap)
+{
+    const INDEX_T c = COUNTER_ADD(counter, n);
+    for (uint s = 0; s < n; ++s)
+        if (c + s < cap)
+            cout[c + s] = stage[s];
 }
 
 /* The group whose prefix is pm (ng when none). */
@@ -405,9 +425,20 @@ ${pass_locals("RADIX")}
 ${clear_hist("1")}
     barrier(CLK_LOCAL_MEM_FENCE);
     const __global KEY_T* src = keys + keys_off + (size_t)row * row_len;
+    uint nans = 0;
+% if one:
+    INDEX_T lo, hi;
+    chunk_of(row_len, g, groups, &lo, &hi);
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T k = order_key(src[i], 0);
+        HIST_INC(0, digit_of(k, 0));
+%   if key_kind == "float":
+        nans += k == KEY_ONES;
+%   endif
+    }
+% else:
     INDEX_T t0, t1;
     tile_span(row_len, g, groups, &t0, &t1);
-    uint nans = 0;
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
@@ -417,12 +448,13 @@ ${clear_hist("1")}
             if (at + i < row_len) {
                 const KEY_T k = order_key(x[i], 0);
                 HIST_INC(0, digit_of(k, 0));
-% if key_kind == "float":
+%   if key_kind == "float":
                 nans += k == KEY_ONES;
-% endif
+%   endif
             }
         }
     }
+% endif
     __global INDEX_T* counters = row_counters(temp, counters_off, row);
     if (nans)
         COUNTER_ADD(counters + 3, nans);
@@ -464,6 +496,32 @@ ${clear_hist("ng")}
     __global KEY_T* cout = AT(KEY_T, (p & 1) ? cand1_off : cand0_off) + (size_t)row * cap;
     __global INDEX_T* counters = row_counters(temp, counters_off, row);
     const KEY_T mask = prefix_mask(p);
+% if one:
+    /* members are staged and written STAGE at a time (one counter add each) */
+    KEY_T stage[STAGE];
+    uint ns = 0;
+    INDEX_T lo, hi;
+    chunk_of(n, g, groups, &lo, &hi);
+    const KEY_T g0 = loc.gpre[0];
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T x = src[i];
+        const KEY_T k = order_key(x, 0);
+        const uint j = ng == 1 ? ((KEY_T)(k & mask) == g0 ? 0u : 1u)
+                               : group_of((KEY_T)(k & mask), loc.gpre, ng);
+        if (j < ng) {
+            HIST_INC(j, digit_of(k, p));
+            if (write) {
+                stage[ns++] = x;
+                if (ns == STAGE) {
+                    write_stage(stage, ns, counters + 1 + (p & 1), cout, cap);
+                    ns = 0;
+                }
+            }
+        }
+    }
+    if (ns)
+        write_stage(stage, ns, counters + 1 + (p & 1), cout, cap);
+% else:
     INDEX_T t0, t1;
     tile_span(n, g, groups, &t0, &t1);
     for (INDEX_T t = t0; t < t1; ++t) {
@@ -501,6 +559,7 @@ ${clear_hist("ng")}
             }
         }
     }
+% endif
     finish_pass(p, ng, rows, row, groups, row_len, cap, nranks, temp, state_off, counters,
                 ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
 }
@@ -553,22 +612,36 @@ void rs_count(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_l
     const uint nthr = load_thresholds(state_copy(temp, state_off, DIGITS & 1, rows, row), nranks,
                                       thr, &l_u, lid);
     const __global KEY_T* src = keys + keys_off + (size_t)row * row_len;
+% if one:
+    INDEX_T lo, hi;
+    chunk_of(row_len, g, groups, &lo, &hi);
+    if (nthr == 1) {
+        const KEY_T t0 = thr[0];
+        INDEX_T below = 0, at = 0;
+        for (INDEX_T i = lo; i < hi; ++i) {
+            const KEY_T k = order_key(src[i], 0);
+            below += k < t0;
+            at += k == t0;
+        }
+        lcnt[0] = below;
+        lcnt[1] = at;
+        lcnt[2] = (hi - lo) - below - at;
+    } else {
+        for (INDEX_T i = lo; i < hi; ++i)
+            ++lcnt[class_of(order_key(src[i], 0), thr, nthr)];
+    }
+% else:
     INDEX_T t0, t1;
     tile_span(row_len, g, groups, &t0, &t1);
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
         load_keys(x, src, at, row_len);
-        for (uint i = 0; i < IPT; ++i) {
-            if (at + i < row_len) {
-% if one:
-                ++lcnt[class_of(order_key(x[i], 0), thr, nthr)];
-% else:
+        for (uint i = 0; i < IPT; ++i)
+            if (at + i < row_len)
                 atomic_inc(&lcnt[class_of(order_key(x[i], 0), thr, nthr)]);
-% endif
-            }
-        }
     }
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
     __global INDEX_T* cnt = AT(INDEX_T, cnt_off) + ((size_t)row * groups + g) * CMAX;
     for (uint j = 0; j < (CMAX + WG - 1) / WG; ++j)
@@ -639,28 +712,50 @@ void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row
                                       thr, &l_u, lid);
     const ulong row_at = (ulong)row * row_len;
     const __global KEY_T* src = keys + keys_off + row_at;
+% if one:
+    INDEX_T lo, hi;
+    chunk_of(row_len, g, groups, &lo, &hi);
+    __global KEY_T* ok = out_key + out_key_off + row_at;
+    __global IDX_T* op = out_pos + out_pos_off + row_at;
+    if (nthr == 1) {   /* the common call, one kth: three cursors */
+        const KEY_T t0 = thr[0];
+        INDEX_T run0 = lrun[0], run1 = lrun[1], run2 = lrun[2];
+        for (INDEX_T i = lo; i < hi; ++i) {
+            const KEY_T x = src[i];
+            const KEY_T k = order_key(x, 0);
+            /* without branches (a class per key is as good as random) */
+            const bool lt = k < t0, eq = k == t0;
+            const INDEX_T dst = lt ? run0 : (eq ? run1 : run2);
+            run0 += lt;
+            run1 += eq;
+            run2 += !lt && !eq;
+            if (write_keys)
+                ok[dst] = x;
+            if (write_pos)
+                op[dst] = (IDX_T)i;
+        }
+    } else {
+        INDEX_T run[CMAX];
+        for (uint c = 0; c < 2 * nthr + 1; ++c)
+            run[c] = lrun[c];
+        for (INDEX_T i = lo; i < hi; ++i) {
+            const KEY_T x = src[i];
+            const INDEX_T dst = run[class_of(order_key(x, 0), thr, nthr)]++;
+            if (write_keys)
+                ok[dst] = x;
+            if (write_pos)
+                op[dst] = (IDX_T)i;
+        }
+    }
+% else:
     INDEX_T t0, t1;
     tile_span(row_len, g, groups, &t0, &t1);
-% if not one:
     /* the tile's class counts, four classes of 16 bits to a word */
     const uint words = (2 * nthr + 1 + 3) / 4;
-% endif
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
         load_keys(x, src, at, row_len);
-% if one:
-        for (uint i = 0; i < IPT; ++i) {
-            if (at + i < row_len) {
-                const uint c = class_of(order_key(x[i], 0), thr, nthr);
-                const ulong dst = row_at + lrun[c]++;
-                if (write_keys)
-                    out_key[out_key_off + dst] = x[i];
-                if (write_pos)
-                    out_pos[out_pos_off + dst] = (IDX_T)(at + i);
-            }
-        }
-% else:
         uint cls[IPT];
         ulong mine[WORDS];
         for (uint w = 0; w < WORDS; ++w)
@@ -690,8 +785,8 @@ void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row
             for (uint c = 0; c < 2 * nthr + 1; ++c)
                 lrun[c] += (tot[c / 4] >> (16 * (c % 4))) & 0xFFFF;
         barrier(CLK_LOCAL_MEM_FENCE);
-% endif
     }
+% endif
 }
 
 /* Per row and rank (work-group (r, row)): the key of rank r and its position, the one a stable
@@ -721,6 +816,21 @@ void rs_locate(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
     const ulong row_at = (ulong)row * row_len;
     const __global KEY_T* src = keys + keys_off + row_at;
     const ulong out_at = (ulong)row * nranks + r;
+% if one:
+    INDEX_T lo, hi;
+    chunk_of(row_len, g, groups, &lo, &hi);
+    for (INDEX_T i = lo; i < hi; ++i) {
+        const KEY_T x = src[i];
+        if (order_key(x, 0) == thr) {
+            if (j == 0) {
+                out_key[out_key_off + out_at] = x;
+                out_pos[out_pos_off + out_at] = (IDX_T)i;
+                break;
+            }
+            --j;
+        }
+    }
+% else:
     INDEX_T t0, t1;
     tile_span(row_len, g, groups, &t0, &t1);
     bool found = false;   /* the same in every work-item */
@@ -750,4 +860,5 @@ void rs_locate(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
         else if (!found)
             j -= total;
     }
+% endif
 }
