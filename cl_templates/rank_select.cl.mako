@@ -177,7 +177,8 @@ const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len, INDEX_T ca
 #define RANKS_MEDIAN 1u   /* (n - 1) / 2 and n / 2 of the n keys that count */
 #define RANKS_QUANTILE 2u /* numpy's two order statistics of each quantile params[0..nranks/2) */
 
-/* The ranks of a row whose ranks count n keys (work-item 0 of its last work-group of pass 0). */
+/* The ranks of a row whose ranks count n keys, in ascending order (work-item 0 of its last
+   work-group of pass 0; rs_values finds a statistic's slot by its rank). */
 static inline void first_ranks(uint mode, uint method, uint nranks, ulong n,
                                const __global ulong* params, __local ulong* rank)
 {
@@ -200,6 +201,15 @@ static inline void first_ranks(uint mode, uint method, uint nranks, ulong n,
             rank[r] = 0;   /* (refused by the host without cl_khr_fp64) */
 % endif
         }
+    }
+    /* ascending (a group's ranks are neighbours): the two statistics of neighbouring quantiles
+       interleave (q 0.5 and 0.5001 of 101 keys read ranks 49, 50, 49, 50) */
+    for (uint r = 1; r < nranks; ++r) {
+        const ulong v = rank[r];
+        uint s = r;
+        for (; s > 0 && rank[s - 1] > v; --s)
+            rank[s] = rank[s - 1];
+        rank[s] = v;
     }
 }
 

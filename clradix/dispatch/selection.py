@@ -290,6 +290,9 @@ def _split(a, kth, axis, want_keys, out, index_dtype, allocator, queue, wait_for
         idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
                                       max(lay.row_len, 1))
     res_dtype = a.dtype if want_keys else idx_dtype
+    if out is not None and (out is a or (isinstance(out, cl_array.Array) and overlaps(a, out))):
+        raise ValueError(f"{what} overlaps the input array: pass a separate array (the split "
+                         f"writes keys while it reads others)")
     res_shape = (lay.row_len,) if axes is None else lay.shape
     if lay.rows == 0 or lay.row_len == 0:   # numpy checks no kth on an empty array
         res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter, a)
