@@ -18,6 +18,7 @@ Commands (``python -m benchmarks <command> --help`` for each one's options):
              beside torch, CuPy and numpy
     after    what comes after a sort (searchsorted, unique, run lengths, lexsort, several
              value arrays) beside CuPy, torch and numpy
+    selection  median, quantiles, medians of rows and partition beside torch, CuPy and numpy
 
 Common options: --device, --repeat, --quick (small sizes, 2 repeats: proves the command works),
 --json FILE, --compare OLD.json. Times (benchmarks/timing.py) are ``device_ms`` (profiling events
@@ -29,11 +30,11 @@ import argparse
 import sys
 
 from . import (after_sort, api, cpu, dask_scaling, gpu, large, latency, matrix, segmented,
-               stress, topk)
+               selection, stress, topk)
 
 COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
             "stress": stress, "dask": dask_scaling, "latency": latency, "cpu": cpu, "api": api,
-            "after": after_sort}
+            "after": after_sort, "selection": selection}
 
 
 def main(argv=None):

@@ -673,24 +673,23 @@ static inline ulong class_start(const __global sel_state* st, uint nranks, uint 
     return 0;
 }
 
-/* Per row and class (an item each): each chunk's first position in the class. */
+/* Per class and row (item (c, row); classes past the row's last are 0): each chunk's first
+   position in the class. */
 __kernel void rs_offsets(uint rows, uint groups, uint nranks, __global uchar* temp,
                          ulong state_off, ulong cnt_off, ulong off_off)
 {
-    const size_t i = get_global_id(0);
-    if (i >= (size_t)rows * CMAX)
+    const uint c = get_global_id(0);
+    const uint row = get_global_id(1);
+    if (c >= CMAX || row >= rows)
         return;
-    const uint row = (uint)(i / CMAX);
-    const uint c = (uint)(i % CMAX);
     const __global sel_state* st = state_copy(temp, state_off, DIGITS & 1, rows, row);
-    if (c > 2 * st->ngroups)
-        return;
-    ulong at = class_start(st, nranks, c);
+    const bool used = c <= 2 * st->ngroups;
+    ulong at = used ? class_start(st, nranks, c) : 0;
     const __global INDEX_T* cnt = AT(INDEX_T, cnt_off) + (size_t)row * groups * CMAX + c;
     __global INDEX_T* off = AT(INDEX_T, off_off) + (size_t)row * groups * CMAX + c;
     for (uint g = 0; g < groups; ++g) {
         off[(size_t)g * CMAX] = (INDEX_T)at;
-        at += cnt[(size_t)g * CMAX];
+        at += used ? cnt[(size_t)g * CMAX] : 0;
     }
 }
 

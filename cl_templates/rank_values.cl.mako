@@ -5,10 +5,12 @@
    bfloat16 operations are float32 ones rounded to the type (as numpy's float16 loops and
    ml_dtypes compute); no operation is contracted into a fused multiply-add.
 
-     rs_values - per (quantile, row): NaN where numpy gives NaN (a NaN key in the row; with
+     rs_values - per (row, quantile): NaN where numpy gives NaN (a NaN key in the row; with
                  skip_nan, a row without a key that is not NaN), else the median or quantile
 
-   Parameters: those of rank_select_steps.mako's prelude, and op ("median" or "quantile"), res
+   The row states are the selection's last (copy `final_copy`: its digits' parity), so that one
+   program serves every digit width (the host renders it with digit_bits 8 and index_t
+   uint, which it does not use). Parameters: those of rank_select_steps.mako's prelude, and op ("median" or "quantile"), res
    (the result: "key" for the key of a rank itself, numpy's discrete methods; "f16", "bf16",
    "f32" or "f64" for the arithmetic's type). */
 <%namespace name="steps" file="rank_select_steps.mako"/>
@@ -186,16 +188,16 @@ static inline KEY_T key_of_rank(const __global sel_state* st, uint nranks, ulong
 }
 
 __kernel void rs_values(uint rows, uint nout, uint nranks, __global uchar* temp,
-                        ulong state_off, uint method, uint skip_nan,
+                        ulong state_off, uint final_copy, uint method, uint skip_nan,
                         const __global ulong* restrict params, __global RES_T* restrict out,
                         ulong out_off)
 {
-    const size_t i = get_global_id(0);
-    if (i >= (size_t)rows * nout)
+    const uint row = get_global_id(0);
+    const uint qi = get_global_id(1);
+    if (row >= rows || qi >= nout)
         return;
-    const uint qi = (uint)(i / rows);
-    const uint row = (uint)(i % rows);
-    const __global sel_state* st = state_copy(temp, state_off, DIGITS & 1, rows, row);
+    const size_t i = (size_t)qi * rows + row;
+    const __global sel_state* st = state_copy(temp, state_off, final_copy, rows, row);
     const ulong n = st->n_eff;
     if (skip_nan ? n == 0 : st->nans != 0) {
         out[out_off + i] = res_nan();

@@ -81,8 +81,10 @@ class RankSelect(Driver):
                         ("rs_init", "rs_offsets"))]
         if values is not None:
             op, res = values
-            builds.append(Build(self.values_template, dict(common, op=op, res=res), (), (),
-                                ("rs_values",)))
+            # (independent of the passes' digits and index type: one program per key type)
+            builds.append(Build(self.values_template,
+                                dict(common, op=op, res=res, digit_bits=8,
+                                     index_t="uint"), (), (), ("rs_values",)))
         super().__init__(programs, device, profile, plan.wg, builds)
 
     @classmethod
@@ -111,9 +113,9 @@ class RankSelect(Driver):
         for p in range(1, plan.digits):
             seq.launch(f"rs_pass {p}", "rs_pass", grid, local, args + [p])
         if job.tail == "values":
-            seq.launch("rs_values", "rs_values", (round_up(rows * job.nout, _ITEMS_WG),), None,
-                       [rows, job.nout, job.nranks, block, off["state"], job.method,
-                        int(job.skip_nan), Buf(PARAMS), Buf(VALUES), Off(VALUES)])
+            seq.launch("rs_values", "rs_values", (round_up(rows, _ITEMS_WG), job.nout), None,
+                       [rows, job.nout, job.nranks, block, off["state"], plan.digits & 1,
+                        job.method, int(job.skip_nan), Buf(PARAMS), Buf(VALUES), Off(VALUES)])
         elif job.tail in ("split", "locate"):
             seq.launch("rs_count", "rs_count", grid, local,
                        [*keys, job.row_len, job.nranks, block, off["state"], off["cnt"]])
@@ -121,9 +123,9 @@ class RankSelect(Driver):
             out_key = (Buf(VALUES), Off(VALUES)) if job.write_keys else unused
             out_pos = (Buf(POSITIONS), Off(POSITIONS)) if job.write_pos else unused
             if job.tail == "split":
-                seq.launch("rs_offsets", "rs_offsets", (round_up(rows * CLASSES, _ITEMS_WG),),
-                           None, [rows, plan.groups, job.nranks, block, off["state"],
-                                  off["cnt"], off["off"]])
+                seq.launch("rs_offsets", "rs_offsets", (CLASSES, rows), None,
+                           [rows, plan.groups, job.nranks, block, off["state"], off["cnt"],
+                            off["off"]])
                 seq.launch("rs_scatter", "rs_scatter", grid, local,
                            [*keys, job.row_len, job.nranks, block, off["state"], off["off"],
                             *out_key, *out_pos, int(job.write_keys), int(job.write_pos)])
