@@ -232,8 +232,9 @@ static inline INDEX_T bin_total(__global INDEX_T* slots, uint groups, uint nrank
    the ranks' new prefixes and counts, the groups (neighbouring ranks of one prefix), whether the
    next pass reads the candidates this pass wrote (F_SRC_CANDS: how many, from the slot counter,
    zeroed for the pass after next) and whether it writes its own (F_WRITE: its groups' keys fit
-   the candidate buffer and a pass reads them). Every work-item calls it; it ends with a
-   barrier, and the kernels have nothing after it (radix_select.cl.mako's finish_pass). */
+   the candidate buffer, are at most a quarter of the row, and a pass reads them). Every
+   work-item calls it; it ends with a barrier, and the kernels have nothing after it
+   (radix_select.cl.mako's finish_pass). */
 STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, INDEX_T cap,
                   uint nranks, __global uchar* temp, ulong state_off, __global INDEX_T* counters,
                   __global INDEX_T* hist, uint rank_mode, uint method, uint skip_nan,
@@ -334,8 +335,10 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
         const bool wrote = (loc.head[1] & F_WRITE) != 0;
         /* the candidates this pass wrote (their slot counter zeroed for the pass after next) */
         nx->n_src = wrote ? (ulong)COUNTER_TAKE(counters + 1 + (p & 1)) : (ulong)row_len;
-        nx->flags = (wrote ? F_SRC_CANDS : 0u)
-                    | (p + 2 < DIGITS && members <= (ulong)cap ? F_WRITE : 0u);
+        /* candidates pay when they fit and are at most a quarter of the row (a pass that
+           writes most of the row costs more than the reads it saves) */
+        const bool fit = members <= (ulong)cap && 4 * members <= (ulong)row_len;
+        nx->flags = (wrote ? F_SRC_CANDS : 0u) | (p + 2 < DIGITS && fit ? F_WRITE : 0u);
         nx->ngroups = ng2;
         nx->n_eff = loc.rowinfo[0];
         nx->nans = loc.rowinfo[1];
@@ -513,6 +516,15 @@ ${clear_hist("ng")}
     INDEX_T lo, hi;
     chunk_of(n, g, groups, &lo, &hi);
     const KEY_T g0 = loc.gpre[0];
+    if (!write && ng == 1) {
+        /* counting alone, without a branch per key (half of a row's keys are members or not,
+           as good as at random: a branch would be mispredicted every other key) */
+        for (INDEX_T i = lo; i < hi; ++i) {
+            const KEY_T k = order_key(src[i], 0);
+            mine[digit_of(k, p)] += (KEY_T)(k & mask) == g0;
+        }
+        hi = lo;
+    }
     for (INDEX_T i = lo; i < hi; ++i) {
         const KEY_T x = src[i];
         const KEY_T k = order_key(x, 0);

@@ -6,6 +6,7 @@ in one launch sequence, numpy and pyopencl inputs, out= and wait_for=; the work-
 re-read; numpy's errors; hypothesis cases. Sizes are small: a kernel configuration is built once
 per dtype and policy."""
 
+import dataclasses
 import os
 import warnings
 
@@ -403,6 +404,28 @@ def test_one_launch_sequence_for_rows(queue, rng):
             drv.trace = None
     names = [n for n, _ in trace]
     assert names.count("rs_pass0") == 1 and names[-1] == "rs_values", names
+
+
+def test_gpu_plan_on_a_cpu(ctx, rng):
+    """The GPUs' plan (work-groups of 256, 8-bit digits, the candidate claims in a branch on a
+    work-group-uniform value) on a CPU runtime that runs such branches as written: the device's
+    profile says GPU (PoCL 3.0 mishandles those branches, which is why CPUs do not take them)."""
+    device = ctx.devices[0]
+    if "portable" in device.platform.name.lower():
+        pytest.skip("PoCL runs a uniform branch around barriers wrongly (rank_select.cl.mako)")
+    context = cl.Context([device])   # its own shared Selector, whose profile is replaced
+    queue = cl.CommandQueue(context)
+    planner = clradix.selector_for(context).planner
+    planner.profiles.replace(device, dataclasses.replace(planner.profiles.get(device),
+                                                         device_type="gpu"))
+    plan = planner.selection_driver(device, key_codec(np.float32), 2, 3000, 2)[0]
+    assert (plan.wg, plan.digit_bits) == (256, 8)
+    x = no_overflow(rng, np.float32, (2, 3000))
+    x[1, :2000] = x[1, 0]
+    check_split(queue, x, [5, 1500, 2999])
+    d = cl_array.to_device(queue, x)
+    assert_same(clradix.quantile(d, [0.1, 0.5, 0.5001], axis=1).get(),
+                numpy_of("quantile", x, [0.1, 0.5, 0.5001], axis=1))
 
 
 def test_allocator_and_temporaries(queue, rng, poisoning_allocator):
