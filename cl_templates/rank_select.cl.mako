@@ -109,6 +109,25 @@ STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T at, I
     }
 }
 
+/* (wg > 1) A work-item's counts of its IPT bins (RMAX * RADIX: none), one local add per
+   distinct bin: keys of one digit (half the keys of uniform(0, 1) floats share their top
+   byte) would otherwise serialize the adds of a warp on one counter. */
+STEP void count_bins(const __private uint* bin, __local uint* lhist)
+{
+    #pragma unroll
+    for (uint i = 0; i < IPT; ++i) {
+        uint c = 0;
+        bool first = bin[i] < RMAX * RADIX;
+        #pragma unroll
+        for (uint j = 0; j < IPT; ++j) {
+            c += bin[j] == bin[i];
+            first = first && !(j < i && bin[j] == bin[i]);
+        }
+        if (first)
+            atomic_add(&lhist[bin[i]], c);
+    }
+}
+
 /* (wg = 1) n staged candidates to the candidate buffer: one counter add for them all. */
 #define STAGE 64
 static inline void write_stage(const KEY_T* stage, uint n, __global INDEX_T* counter,
@@ -384,15 +403,14 @@ STEP void finish_pass(uint p, uint ng, uint rows, uint row, uint groups, INDEX_T
 % endif
 }
 
-/* The histogram this work-group counts in: its local one, or its slot (wg = 1); and the one the
-   last work-group resolves from: the row's, or the row's first slot. */
+/* The histogram the last work-group resolves from: the row's, or the row's first slot (wg = 1,
+   whose work-item counts in its own slot: HIST_INC; larger work-groups: count_bins). */
 % if one:
 #define MY_HIST(row, g) (AT(INDEX_T, hist_off) + ((size_t)(row) * groups + (g)) * nranks * RADIX)
 #define ROW_HIST(row) MY_HIST(row, 0)
 #define HIST_INC(j, d) (++mine[(size_t)(j) * RADIX + (d)])
 % else:
 #define ROW_HIST(row) (AT(INDEX_T, hist_off) + (size_t)(row) * nranks * RADIX)
-#define HIST_INC(j, d) atomic_inc(&loc.hist[(j) * RADIX + (d)])
 % endif
 
 /* Zero the counts of ng groups this work-group keeps (its local histogram, or its slot). */
@@ -456,16 +474,17 @@ ${clear_hist("1")}
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
         load_keys(x, src, at, row_len);
+        uint bin[IPT];
         #pragma unroll
         for (uint i = 0; i < IPT; ++i) {
-            if (at + i < row_len) {
-                const KEY_T k = order_key(x[i], 0);
-                HIST_INC(0, digit_of(k, 0));
+            const KEY_T k = order_key(x[i], 0);
+            const bool valid = at + i < row_len;
+            bin[i] = valid ? digit_of(k, 0) : RMAX * RADIX;
 %   if key_kind == "float":
-                nans += k == KEY_ONES;
+            nans += valid && k == KEY_ONES;
 %   endif
-            }
         }
+        count_bins(bin, loc.hist);
     }
 % endif
     __global INDEX_T* counters = row_counters(temp, counters_off, row);
@@ -551,15 +570,15 @@ ${clear_hist("ng")}
         KEY_T x[IPT];
         uint cls[IPT];
         load_keys(x, src, at, n);
-        uint nm = 0;
+        uint nm = 0, bin[IPT];
         for (uint i = 0; i < IPT; ++i) {
             const KEY_T k = order_key(x[i], 0);
             const uint j = at + i < n ? group_of((KEY_T)(k & mask), loc.gpre, ng) : ng;
-            if (j < ng)
-                HIST_INC(j, digit_of(k, p));
+            bin[i] = j < ng ? j * RADIX + digit_of(k, p) : RMAX * RADIX;
             cls[i] = j < ng;
             nm += j < ng;
         }
+        count_bins(bin, loc.hist);
 % if uniform_branches:
         if (write) {
 % else:
@@ -653,16 +672,40 @@ void rs_count(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_l
             ++lcnt[class_of(order_key(src[i], 0), thr, nthr)];
     }
 % else:
+    /* a work-item's own counts (three in registers for one threshold), added once: a third of
+       random keys in each of three classes would serialize local adds */
     INDEX_T t0, t1;
     tile_span(row_len, g, groups, &t0, &t1);
+    uint mine[CMAX];
+    for (uint c = 0; c < CMAX; ++c)
+        mine[c] = 0;
+    uint below = 0, equal = 0, above = 0;
+    const KEY_T first = thr[0];
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
         load_keys(x, src, at, row_len);
-        for (uint i = 0; i < IPT; ++i)
-            if (at + i < row_len)
-                atomic_inc(&lcnt[class_of(order_key(x[i], 0), thr, nthr)]);
+        for (uint i = 0; i < IPT; ++i) {
+            if (at + i < row_len) {
+                const KEY_T k = order_key(x[i], 0);
+                if (nthr == 1) {
+                    below += k < first;
+                    equal += k == first;
+                    above += k > first;
+                } else {
+                    ++mine[class_of(k, thr, nthr)];
+                }
+            }
+        }
     }
+    if (nthr == 1) {
+        mine[0] = below;
+        mine[1] = equal;
+        mine[2] = above;
+    }
+    for (uint c = 0; c < 2 * nthr + 1; ++c)
+        if (mine[c])
+            atomic_add(&lcnt[c], mine[c]);
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
     __global INDEX_T* cnt = AT(INDEX_T, cnt_off) + ((size_t)row * groups + g) * CMAX;
