@@ -236,12 +236,16 @@ static inline void first_ranks(uint mode, uint method, uint nranks, ulong n,
    work-groups of one work-item: the sum of every work-group's slot (each clears its own at the
    start of a pass); else the row's histogram, zeroed for the next pass as it is read. */
 % if one:
+/* A work-item's slot: RADIX counts per group, and one more RADIX that takes the adds of keys
+   outside every group (a count without a branch adds 0 there, a line that stays in the cache). */
+#define SLOT_SIZE(nranks) (((size_t)(nranks) + 1) * RADIX)
+
 static inline INDEX_T bin_total(__global INDEX_T* slots, uint groups, uint nranks, uint j,
                                 uint b)
 {
     INDEX_T c = 0;
     for (uint g = 0; g < groups; ++g)
-        c += slots[((size_t)g * nranks + j) * RADIX + b];
+        c += slots[g * SLOT_SIZE(nranks) + (size_t)j * RADIX + b];
     return c;
 }
 % endif
@@ -406,7 +410,7 @@ STEP void finish_pass(uint p, uint ng, uint rows, uint row, uint groups, INDEX_T
 /* The histogram the last work-group resolves from: the row's, or the row's first slot (wg = 1,
    whose work-item counts in its own slot: HIST_INC; larger work-groups: count_bins). */
 % if one:
-#define MY_HIST(row, g) (AT(INDEX_T, hist_off) + ((size_t)(row) * groups + (g)) * nranks * RADIX)
+#define MY_HIST(row, g) (AT(INDEX_T, hist_off) + ((size_t)(row) * groups + (g)) * SLOT_SIZE(nranks))
 #define ROW_HIST(row) MY_HIST(row, 0)
 #define HIST_INC(j, d) (++mine[(size_t)(j) * RADIX + (d)])
 % else:
@@ -535,12 +539,29 @@ ${clear_hist("ng")}
     INDEX_T lo, hi;
     chunk_of(n, g, groups, &lo, &hi);
     const KEY_T g0 = loc.gpre[0];
-    if (!write && ng == 1) {
+    if (!write) {
         /* counting alone, without a branch per key (half of a row's keys are members or not,
            as good as at random: a branch would be mispredicted every other key) */
-        for (INDEX_T i = lo; i < hi; ++i) {
-            const KEY_T k = order_key(src[i], 0);
-            mine[digit_of(k, p)] += (KEY_T)(k & mask) == g0;
+        __global INDEX_T* const outside = mine + (size_t)nranks * RADIX;
+        if (ng == 1) {
+            for (INDEX_T i = lo; i < hi; ++i) {
+                const KEY_T k = order_key(src[i], 0);
+                const bool member = (KEY_T)(k & mask) == g0;
+                ++*(member ? mine + digit_of(k, p) : outside);
+            }
+        } else {
+            /* the groups' prefixes in registers (the last one repeated past ng): a key's
+               group is the count of prefixes below its own, a member when one equals it */
+% for u in range(rmax):
+            const KEY_T gp${u} = loc.gpre[min(${u}u, ng - 1)];
+% endfor
+            for (INDEX_T i = lo; i < hi; ++i) {
+                const KEY_T k = order_key(src[i], 0);
+                const KEY_T pm = (KEY_T)(k & mask);
+                const uint j = ${" + ".join(f"(gp{u} < pm)" for u in range(rmax))};
+                const bool member = ${" | ".join(f"(gp{u} == pm)" for u in range(rmax))};
+                ++*(member ? mine + (size_t)j * RADIX + digit_of(k, p) : outside);
+            }
         }
         hi = lo;
     }

@@ -6,7 +6,7 @@ makes of them: medians and quantiles (rank_values.cl.mako), a stable split by th
 Per call (``RankSelect.temp_bytes``, exactly what a call asks its allocator for): one allocation,
 its parts at 4 KiB-aligned byte offsets the kernels take (no sub-buffers): two row states per row
 (STATE_BYTES each), four counters per row, the histograms (a row's: ranks x 2^digit_bits counts;
-with work-groups of one work-item, a slot of that size per work-group), two candidate buffers of
+with work-groups of one work-item, a slot of ranks + 1 such rows per work-group), two candidate buffers of
 ``cap`` keys per row (where a pass writes candidates: three digits or more), and for the split
 and the locate each chunk's class counts and first positions. The launches: rs_init, rs_pass0,
 a rs_pass per further digit, then the operation's: rs_values; rs_count, rs_offsets, rs_scatter;
@@ -142,8 +142,8 @@ def _temp_parts(plan, codec, rows, nranks, tail):
     digit on) and, for the split and the locate, the chunks' class counts and first positions."""
     ib = plan.index_bytes
     hist = rows * nranks * (1 << plan.digit_bits) * ib
-    if plan.wg == 1:
-        hist *= plan.groups
+    if plan.wg == 1:   # a slot per work-item, with its counts of keys outside every group
+        hist = rows * plan.groups * (nranks + 1) * (1 << plan.digit_bits) * ib
     cands = rows * plan.cap * codec.itemsize if plan.digits > 2 else 0
     chunks = rows * plan.groups * CLASSES * ib if tail in ("split", "locate") else 0
     return [("state", 2 * rows * STATE_BYTES), ("counters", 4 * rows * ib), ("hist", hist),
