@@ -32,8 +32,12 @@
    histogram. Keys of a tile are blocked: work-item lid takes IPT consecutive keys (one vector
    load each where the tile is full).
 
-   Parameters: those of the prelude, and wg, ipt, idx_t (the positions written), ptx (NVIDIA's
-   fences), uniform_branches (the device runs a branch on a work-group-uniform value around
+   Two programs of this template (`program`): "first", rs_pass0, whose local histogram of the
+   first digit (up to 2^12 counts) a compiler may count against every kernel of its program (as
+   oclgrind's does), and "rest", every other kernel.
+
+   Parameters: those of the prelude, and program, wg, ipt, idx_t (the positions written), ptx
+   (NVIDIA's fences), uniform_branches (the device runs a branch on a work-group-uniform value around
    barriers as written: GPUs; PoCL 3.0 does not, radix_select_steps.mako). Loops that hold
    barriers have work-group-uniform trip counts, and loops after a barrier never have bounds that
    depend on the work-item (PoCL 3.1, radix_select_steps.mako). */
@@ -42,11 +46,13 @@
 ${steps.prelude()}
 <%
     RADIX = 1 << digit_bits
-    DIGITS = -(-key_bits // digit_bits)
+    RADIX0 = 1 << first_bits
+    DIGITS = 1 + -(-(key_bits - first_bits) // digit_bits)
     TILE = wg * ipt
     assert TILE < 65536, "a tile's class counts are packed in 16 bits"
-    assert wg == 1 or (wg <= RADIX and RADIX % wg == 0)
+    assert wg == 1 or (wg <= RADIX and RADIX % wg == 0 and RADIX0 % wg == 0)
     RPT = RADIX // wg
+    RPT0 = RADIX0 // wg
     CMAX = 2 * rmax + 1
     WORDS = -(-CMAX // 4)
     VEC = 1
@@ -58,6 +64,11 @@ ${steps.prelude()}
 #define IPT ${ipt}
 #define TILE ${TILE}
 #define RPT ${RPT}
+#define RPT0 ${RPT0}
+/* the counts of a row's histogram (wg > 1): the first digit's, or RADIX per group */
+#define HIST_ROW(nranks) max((size_t)FIRST_RADIX, (size_t)(nranks) * RADIX)
+/* a bin no key counts in (count_bins) */
+#define NO_BIN 0xFFFFFFFFu
 #define CMAX ${CMAX}
 #define WORDS ${WORDS}
 #define IDX_T ${idx_t}
@@ -109,7 +120,7 @@ STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T at, I
     }
 }
 
-/* (wg > 1) A work-item's counts of its IPT bins (RMAX * RADIX: none), one local add per
+/* (wg > 1) A work-item's counts of its IPT bins (NO_BIN: none), one local add per
    distinct bin: keys of one digit (half the keys of uniform(0, 1) floats share their top
    byte) would otherwise serialize the adds of a warp on one counter. */
 STEP void count_bins(const __private uint* bin, __local uint* lhist)
@@ -117,7 +128,7 @@ STEP void count_bins(const __private uint* bin, __local uint* lhist)
     #pragma unroll
     for (uint i = 0; i < IPT; ++i) {
         uint c = 0;
-        bool first = bin[i] < RMAX * RADIX;
+        bool first = bin[i] != NO_BIN;
         #pragma unroll
         for (uint j = 0; j < IPT; ++j) {
             c += bin[j] == bin[i];
@@ -150,7 +161,8 @@ static inline uint group_of(KEY_T pm, const __local KEY_T* gpre, uint ng)
 
 /* A pass kernel's local memory (declared at the kernel's scope, as OpenCL C requires). */
 typedef struct {
-    __local uint* hist;      /* (wg > 1) the work-group's counts: RADIX per group */
+    __local uint* hist;      /* (wg > 1) the work-group's counts: FIRST_RADIX (pass 0), or
+                                RADIX per group */
     __local KEY_T* gpre;     /* RMAX: the groups' prefixes */
     __local INDEX_T* scratch;  /* WG: the last work-group's scans */
     __local uint* uscratch;  /* WG: the candidate slots' scan */
@@ -237,8 +249,9 @@ static inline void first_ranks(uint mode, uint method, uint nranks, ulong n,
    start of a pass); else the row's histogram, zeroed for the next pass as it is read. */
 % if one:
 /* A work-item's slot: RADIX counts per group, and one more RADIX that takes the adds of keys
-   outside every group (a count without a branch adds 0 there, a line that stays in the cache). */
-#define SLOT_SIZE(nranks) (((size_t)(nranks) + 1) * RADIX)
+   outside every group (a count without a branch adds 0 there, a line that stays in the cache);
+   pass 0 counts FIRST_RADIX bins. */
+#define SLOT_SIZE(nranks) max((size_t)FIRST_RADIX, ((size_t)(nranks) + 1) * RADIX)
 
 static inline INDEX_T bin_total(__global INDEX_T* slots, uint groups, uint nranks, uint j,
                                 uint b)
@@ -297,6 +310,7 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint ng = loc.head[0];
     const uint shift = digit_shift(p);
+    const uint bins = p == 0 ? FIRST_RADIX : RADIX;   /* a group's */
     for (uint j = 0; j < ng; ++j) {
 % if one:
         /* the group's ranks are neighbours, in ascending order: one walk over the bins */
@@ -304,7 +318,7 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
         while (r < nranks && loc.group[r] != j)
             ++r;
         ulong b = 0;
-        for (uint d = 0; d < RADIX && r < nranks && loc.group[r] == j; ++d) {
+        for (uint d = 0; d < bins && r < nranks && loc.group[r] == j; ++d) {
             const ulong c = bin_total(hist, groups, nranks, j, d);
             while (r < nranks && loc.group[r] == j && loc.rank[r] - loc.below[r] < b + c) {
                 loc.nbelow[r] = loc.below[r] + b;
@@ -315,10 +329,12 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
             b += c;
         }
 % else:
-        INDEX_T hd[RPT];
+        /* work-item lid's bins: rpt from lid * rpt */
+        const uint rpt = p == 0 ? RPT0 : RPT;
+        INDEX_T hd[RPT0 > RPT ? RPT0 : RPT];
         INDEX_T sum = 0;
-        for (uint jj = 0; jj < RPT; ++jj) {
-            hd[jj] = COUNTER_TAKE(hist + (size_t)j * RADIX + lid * RPT + jj);
+        for (uint jj = 0; jj < rpt; ++jj) {
+            hd[jj] = COUNTER_TAKE(hist + (size_t)j * RADIX + lid * rpt + jj);
             sum += hd[jj];
         }
         INDEX_T total;
@@ -328,11 +344,11 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
                 continue;
             const ulong resid = loc.rank[r] - loc.below[r];
             ulong b = before;
-            for (uint jj = 0; jj < RPT; ++jj) {
+            for (uint jj = 0; jj < rpt; ++jj) {
                 if (resid >= b && resid < b + hd[jj]) {
                     loc.nbelow[r] = loc.below[r] + b;
                     loc.ncount[r] = hd[jj];
-                    loc.nprefix[r] = loc.prefix[r] | ((ulong)(lid * RPT + jj) << shift);
+                    loc.nprefix[r] = loc.prefix[r] | ((ulong)(lid * rpt + jj) << shift);
                 }
                 b += hd[jj];
             }
@@ -369,10 +385,10 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
 }
 
-/* The end of a pass for one work-group: its counts into the row's histogram (wg > 1; a
+/* The end of a pass for one work-group: its nbins counts into the row's histogram (wg > 1; a
    work-item's own slot is already in global memory), a fence, its count of finished
    work-groups; the last one to finish resolves. */
-STEP void finish_pass(uint p, uint ng, uint rows, uint row, uint groups, INDEX_T row_len,
+STEP void finish_pass(uint p, uint nbins, uint rows, uint row, uint groups, INDEX_T row_len,
                       INDEX_T cap, uint nranks, __global uchar* temp, ulong state_off,
                       __global INDEX_T* counters, __global INDEX_T* hist, uint rank_mode,
                       uint method, uint skip_nan, const __global ulong* params, sel_locals loc,
@@ -387,7 +403,7 @@ STEP void finish_pass(uint p, uint ng, uint rows, uint row, uint groups, INDEX_T
     }
 % else:
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint jj = 0; jj < ng * RPT; ++jj) {
+    for (uint jj = 0; jj < nbins / WG; ++jj) {
         const uint b = jj * WG + lid;
         const uint c = loc.hist[b];
         if (c)
@@ -414,21 +430,22 @@ STEP void finish_pass(uint p, uint ng, uint rows, uint row, uint groups, INDEX_T
 #define ROW_HIST(row) MY_HIST(row, 0)
 #define HIST_INC(j, d) (++mine[(size_t)(j) * RADIX + (d)])
 % else:
-#define ROW_HIST(row) (AT(INDEX_T, hist_off) + (size_t)(row) * nranks * RADIX)
+#define ROW_HIST(row) (AT(INDEX_T, hist_off) + (size_t)(row) * HIST_ROW(nranks))
 % endif
 
-/* Zero the counts of ng groups this work-group keeps (its local histogram, or its slot). */
-<%def name="clear_hist(ng)">\
+/* Zero the nbins counts this work-group keeps (its local histogram, or its slot). */
+<%def name="clear_hist(nbins)">\
 % if one:
     __global INDEX_T* mine = MY_HIST(row, g);
-    for (uint b = 0; b < ${ng} * RADIX; ++b)
+    for (uint b = 0; b < ${nbins}; ++b)
         mine[b] = 0;
 % else:
-    for (uint jj = 0; jj < ${ng} * RPT; ++jj)
+    for (uint jj = 0; jj < (${nbins}) / WG; ++jj)
         loc.hist[jj * WG + lid] = 0;
 % endif
 </%def>
 
+% if program == "rest":
 __kernel void rs_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
                       uint nranks)
 {
@@ -436,8 +453,8 @@ __kernel void rs_init(__global uchar* temp, ulong state_off, ulong counters_off,
     const uint lid = get_local_id(0);
     const uint wg = get_local_size(0);
 % if not one:
-    __global INDEX_T* hist = AT(INDEX_T, hist_off) + (size_t)row * nranks * RADIX;
-    for (uint b = lid; b < nranks * RADIX; b += wg)
+    __global INDEX_T* hist = AT(INDEX_T, hist_off) + (size_t)row * HIST_ROW(nranks);
+    for (uint b = lid; b < HIST_ROW(nranks); b += wg)
         hist[b] = 0;
 % endif
     if (lid == 0) {
@@ -447,6 +464,8 @@ __kernel void rs_init(__global uchar* temp, ulong state_off, ulong counters_off,
     }
 }
 
+% endif
+% if program == "first":
 /* Pass 0: counts digit 0 of every key of the row and its NaN keys. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void rs_pass0(${pass_params()})
@@ -456,8 +475,8 @@ void rs_pass0(${pass_params()})
     const uint groups = get_num_groups(0);
     const uint rows = get_num_groups(1);
     const uint lid = get_local_id(0);
-${pass_locals("RADIX")}
-${clear_hist("1")}
+${pass_locals("FIRST_RADIX")}
+${clear_hist("FIRST_RADIX")}
     barrier(CLK_LOCAL_MEM_FENCE);
     const __global KEY_T* src = keys + keys_off + (size_t)row * row_len;
     uint nans = 0;
@@ -483,7 +502,7 @@ ${clear_hist("1")}
         for (uint i = 0; i < IPT; ++i) {
             const KEY_T k = order_key(x[i], 0);
             const bool valid = at + i < row_len;
-            bin[i] = valid ? digit_of(k, 0) : RMAX * RADIX;
+            bin[i] = valid ? digit_of(k, 0) : NO_BIN;
 %   if key_kind == "float":
             nans += valid && k == KEY_ONES;
 %   endif
@@ -494,10 +513,12 @@ ${clear_hist("1")}
     __global INDEX_T* counters = row_counters(temp, counters_off, row);
     if (nans)
         COUNTER_ADD(counters + 3, nans);
-    finish_pass(0, 1, rows, row, groups, row_len, cap, nranks, temp, state_off, counters,
-                ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
+    finish_pass(0, FIRST_RADIX, rows, row, groups, row_len, cap, nranks, temp, state_off,
+                counters, ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
 }
 
+% endif
+% if program == "rest":
 /* Pass p >= 1: counts digit p of the keys in a group's prefix (the first p digits of a rank's
    key), from the row or the candidates of pass p - 1, and writes them as candidates (F_WRITE). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -521,7 +542,7 @@ ${pass_locals("RMAX * RADIX")}
     const uint ng = loc.head[0];
     const uint flags = loc.head[1];
     const INDEX_T n = (INDEX_T)loc.rowinfo[2];
-${clear_hist("ng")}
+${clear_hist("ng * RADIX")}
     barrier(CLK_LOCAL_MEM_FENCE);
     /* pass p reads the candidates of buffer (p + 1) & 1 and writes those of buffer p & 1 */
     const bool from_cands = (flags & F_SRC_CANDS) != 0;
@@ -543,6 +564,7 @@ ${clear_hist("ng")}
         /* counting alone, without a branch per key (half of a row's keys are members or not,
            as good as at random: a branch would be mispredicted every other key) */
         __global INDEX_T* const outside = mine + (size_t)nranks * RADIX;
+        *outside = 0;   /* (never read: written before it is counted in) */
         if (ng == 1) {
             for (INDEX_T i = lo; i < hi; ++i) {
                 const KEY_T k = order_key(src[i], 0);
@@ -595,7 +617,7 @@ ${clear_hist("ng")}
         for (uint i = 0; i < IPT; ++i) {
             const KEY_T k = order_key(x[i], 0);
             const uint j = at + i < n ? group_of((KEY_T)(k & mask), loc.gpre, ng) : ng;
-            bin[i] = j < ng ? j * RADIX + digit_of(k, p) : RMAX * RADIX;
+            bin[i] = j < ng ? j * RADIX + digit_of(k, p) : NO_BIN;
             cls[i] = j < ng;
             nm += j < ng;
         }
@@ -622,8 +644,8 @@ ${clear_hist("ng")}
         }
     }
 % endif
-    finish_pass(p, ng, rows, row, groups, row_len, cap, nranks, temp, state_off, counters,
-                ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
+    finish_pass(p, ng * RADIX, rows, row, groups, row_len, cap, nranks, temp, state_off,
+                counters, ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
 }
 
 /* ---------------------------------------------------------------- the split (after the passes)
@@ -947,3 +969,4 @@ void rs_locate(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
     }
 % endif
 }
+% endif

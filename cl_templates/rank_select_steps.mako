@@ -5,14 +5,16 @@
 ## and emits ${steps.prelude()} first.
 ##
 ## Parameters (both programs): key codec (key_kind, key_bits, key_t, key_inf_bits), index_t
-## (counts and positions within a row), digit_bits, rmax (rank slots per row), state_bytes (the
-## host's size of one row state), fp64 (the device has cl_khr_fp64: numpy's quantile indexes).
+## (counts and positions within a row), first_bits and digit_bits (the digits' widths: the
+## first, then the others; the last the narrower one), rmax (rank slots per row), state_bytes
+## (the host's size of one row state), fp64 (the device has cl_khr_fp64: numpy's quantile
+## indexes).
 <%namespace name="common" file="common.mako"/>
 
 <%def name="prelude()">
 <%
-    DIGITS = -(-key_bits // digit_bits)
-    assert DIGITS * digit_bits == key_bits, "digits tile the key"
+    assert 0 < first_bits <= key_bits and 0 < digit_bits
+    DIGITS = 1 + -(-(key_bits - first_bits) // digit_bits)
     ones = (1 << key_bits) - 1
     suffix = "UL" if key_bits == 64 else "U"
 %>
@@ -28,7 +30,9 @@
 #define KEY_T ${key_t}
 #define INDEX_T ${index_t}
 #define KEY_BITS ${key_bits}
+#define FIRST_BITS ${first_bits}
 #define DIGIT_BITS ${digit_bits}
+#define FIRST_RADIX ${1 << first_bits}
 #define RADIX ${1 << digit_bits}
 #define DIGITS ${DIGITS}
 #define RMAX ${rmax}
@@ -74,17 +78,22 @@ static inline __global sel_state* state_copy(__global uchar* temp, ulong state_o
     return (__global sel_state*)(temp + state_off + ((ulong)c * rows + row) * STATE_BYTES);
 }
 
-/* The shift of digit p (digits of DIGIT_BITS tile the key) and the mask of the first p digits. */
-static inline uint digit_shift(uint p) { return KEY_BITS - DIGIT_BITS * (p + 1); }
+/* The digits, most significant first: FIRST_BITS, then DIGIT_BITS each, the last one the
+   narrower (its low bits). The shift of digit p, its value, and the mask of the first p. */
+static inline uint digit_shift(uint p)
+{
+    const int s = KEY_BITS - FIRST_BITS - DIGIT_BITS * (int)p;
+    return s > 0 ? (uint)s : 0u;
+}
 
 static inline uint digit_of(KEY_T k, uint p)
 {
-    return (uint)(k >> digit_shift(p)) & (RADIX - 1);
+    return (uint)(k >> digit_shift(p)) & (p == 0 ? FIRST_RADIX - 1 : RADIX - 1);
 }
 
 static inline KEY_T prefix_mask(uint p)
 {
-    return p == 0 ? (KEY_T)0 : (KEY_T)(KEY_ONES << (KEY_BITS - DIGIT_BITS * p));
+    return p == 0 ? (KEY_T)0 : (KEY_T)(KEY_ONES << digit_shift(p - 1));
 }
 
 /* The key of an order key: order_key's inverse, except that the two zeros are one order key

@@ -517,13 +517,18 @@ def test_policy_checks():
                      (SelectionPolicy(digit_bits=12), "8 or 16"),
                      (SelectionPolicy(wg_size=64, digit_bits=16), "needs wg_size=1"),
                      (SelectionPolicy(wg_size=256, items_per_thread=256), "below 65536"),
-                     (SelectionPolicy(cand_cap=0), "cand_cap")):
+                     (SelectionPolicy(cand_cap=0), "cand_cap"),
+                     (SelectionPolicy(digit_bits=16, first_bits=8), "first_bits must be from"),
+                     (SelectionPolicy(wg_size=64, first_bits=13), "needs wg_size=1")):
         with pytest.raises(ValueError, match=msg):
             check_selection_policy(bad)
     with pytest.raises(TypeError, match="integer or None"):
         check_selection_policy(SelectionPolicy(wg_size=64.0))
     gpu = plan_selection(fake_profile(), key_codec(np.float32), 1, 1 << 20, 2)
-    assert (gpu.wg, gpu.digit_bits, gpu.digits) == (256, 8, 4)
+    assert (gpu.wg, gpu.first_bits, gpu.digit_bits, gpu.digits) == (256, 12, 8, 4)
+    assert gpu.cap == 1 << 17   # an eighth of the row: a 12-bit digit's share of uniform floats
+    narrow = plan_selection(fake_profile(), key_codec(np.uint8), 1, 1 << 20, 2)
+    assert (narrow.first_bits, narrow.digits) == (8, 1)
     cpu = plan_selection(fake_profile(device_type="cpu", compute_units=2), key_codec(np.float32),
                          1, 1 << 20, 2)
     assert (cpu.wg, cpu.digit_bits, cpu.digits, cpu.groups) == (1, 16, 2, 8)

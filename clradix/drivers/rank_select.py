@@ -5,10 +5,11 @@ makes of them: medians and quantiles (rank_values.cl.mako), a stable split by th
 
 Per call (``RankSelect.temp_bytes``, exactly what a call asks its allocator for): one allocation,
 its parts at 4 KiB-aligned byte offsets the kernels take (no sub-buffers): two row states per row
-(STATE_BYTES each), four counters per row, the histograms (a row's: ranks x 2^digit_bits counts;
-with work-groups of one work-item, a slot of ranks + 1 such rows per work-group), two candidate buffers of
-``cap`` keys per row (where a pass writes candidates: three digits or more), and for the split
-and the locate each chunk's class counts and first positions. The launches: rs_init, rs_pass0,
+(STATE_BYTES each), four counters per row, the histograms (a row's: ranks x 2^digit_bits counts,
+or 2^first_bits for the first pass; with work-groups of one work-item, a slot of ranks + 1 such
+rows per work-group), two candidate buffers of ``cap`` keys per row (where a pass writes
+candidates: three digits or more), and for the split and the locate each chunk's class counts
+and first positions. The launches: rs_init, rs_pass0,
 a rs_pass per further digit, then the operation's: rs_values; rs_count, rs_offsets, rs_scatter;
 or rs_count, rs_locate.
 """
@@ -71,19 +72,22 @@ class RankSelect(Driver):
                  values: Optional[Tuple[str, str]] = None):
         self.codec = codec
         profile = plan.profile
-        common = dict(codec.template_args(), index_t=plan.index_name,
-                      digit_bits=plan.digit_bits, rmax=MAX_RANKS, state_bytes=STATE_BYTES,
+        common = dict(codec.template_args(), rmax=MAX_RANKS, state_bytes=STATE_BYTES,
                       fp64=profile.has_extension("cl_khr_fp64"))
-        params = dict(common, wg=plan.wg, ipt=plan.ipt, idx_t=cl_index_name(f"u{idx_bytes}"),
-                      ptx=profile.has_ptx, uniform_branches=profile.is_gpu)
-        builds = [Build(self.template, params, (),
-                        ("rs_pass0", "rs_pass", "rs_count", "rs_scatter", "rs_locate"),
+        params = dict(common, index_t=plan.index_name, digit_bits=plan.digit_bits,
+                      first_bits=plan.first_bits, wg=plan.wg, ipt=plan.ipt,
+                      idx_t=cl_index_name(f"u{idx_bytes}"), ptx=profile.has_ptx,
+                      uniform_branches=profile.is_gpu)
+        # pass 0 a program of its own (its first-digit histogram: rank_select.cl.mako)
+        builds = [Build(self.template, dict(params, program="first"), (), ("rs_pass0",)),
+                  Build(self.template, dict(params, program="rest"), (),
+                        ("rs_pass", "rs_count", "rs_scatter", "rs_locate"),
                         ("rs_init", "rs_offsets"))]
         if values is not None:
             op, res = values
             # (independent of the passes' digits and index type: one program per key type)
             builds.append(Build(self.values_template,
-                                dict(common, op=op, res=res, digit_bits=8,
+                                dict(common, op=op, res=res, digit_bits=8, first_bits=8,
                                      index_t="uint"), (), (), ("rs_values",)))
         super().__init__(programs, device, profile, plan.wg, builds)
 
@@ -141,9 +145,10 @@ def _temp_parts(plan, codec, rows, nranks, tail):
     counters, the histograms, the candidate buffers (where a pass writes them: from the third
     digit on) and, for the split and the locate, the chunks' class counts and first positions."""
     ib = plan.index_bytes
-    hist = rows * nranks * (1 << plan.digit_bits) * ib
+    radix, first = 1 << plan.digit_bits, 1 << plan.first_bits
+    hist = rows * max(first, nranks * radix) * ib
     if plan.wg == 1:   # a slot per work-item, with its counts of keys outside every group
-        hist = rows * plan.groups * (nranks + 1) * (1 << plan.digit_bits) * ib
+        hist = rows * plan.groups * max(first, (nranks + 1) * radix) * ib
     cands = rows * plan.cap * codec.itemsize if plan.digits > 2 else 0
     chunks = rows * plan.groups * CLASSES * ib if tail in ("split", "locate") else 0
     return [("state", 2 * rows * STATE_BYTES), ("counters", 4 * rows * ib), ("hist", hist),

@@ -2,8 +2,8 @@
 
 A :class:`SelectionPolicy` holds the tuning knobs of the rank select
 (cl_templates/rank_select.cl.mako): the work-group size and keys per work-item of its passes, the
-work-groups per compute unit that share a row, the digit width and the candidate buffer's
-capacity. :func:`plan_selection` is a pure function of (device profile, key codec, rows, row
+work-groups per compute unit that share a row, the digits' widths (the first, then the others)
+and the candidate buffer's capacity. :func:`plan_selection` is a pure function of (device profile, key codec, rows, row
 length, ranks per row, policy) returning a :class:`SelectionPlan`: the policy with every field
 decided, plus what a call derives from it (index type, digits, work-groups per row, candidate
 capacity). A field left None is the planner's to choose.
@@ -37,7 +37,10 @@ class SelectionPolicy:
     items_per_thread: Optional[int] = None  # keys each work-item loads per tile
     groups_per_cu: Optional[int] = None   # work-groups per compute unit sharing the rows
     digit_bits: Optional[int] = None      # bits resolved per pass (8; 16 with wg_size 1)
-    cand_cap: Optional[int] = None        # candidates kept per row (None: max(row_len // 32, 1024))
+    first_bits: Optional[int] = None      # bits of the first pass (digit_bits to 16; wg_size > 1:
+    #                                       at most 12, its local histogram 4 << first_bits bytes)
+    cand_cap: Optional[int] = None        # candidates kept per row (None: max(row_len // 32,
+    #                                       1024); GPUs row_len // 8)
 
     @property
     def tile(self):
@@ -48,11 +51,16 @@ class SelectionPolicy:
 _DEFAULTS = {
     # GPUs: 256 work-items of 8 keys (blocked: one vector load each), 8 groups per compute unit
     # sharing a long row; 8-bit digits, whose histograms (MAX_RANKS x 256 counts) fit the local
-    # memory of every GPU.
-    "gpu": SelectionPolicy(wg_size=256, items_per_thread=8, groups_per_cu=8, digit_bits=8),
+    # memory of every GPU, after a first digit of 12 bits (pass 0 counts one histogram: 16 KiB):
+    # the top 8 bits of a float are its sign and 7 exponent bits, so half the keys of a
+    # uniform(0, 1) row share them and the next pass would read the row again; 12 bits leave a
+    # sixteenth, which the candidate buffer (an eighth of the row) holds.
+    "gpu": SelectionPolicy(wg_size=256, items_per_thread=8, groups_per_cu=8, digit_bits=8,
+                           first_bits=12),
     # CPUs: a work-item per chunk of a row with no atomics (its counts are its own), four chunks
     # per core; 16-bit digits resolve a 32-bit key in two reads of the row.
-    "cpu": SelectionPolicy(wg_size=1, items_per_thread=64, groups_per_cu=4, digit_bits=16),
+    "cpu": SelectionPolicy(wg_size=1, items_per_thread=64, groups_per_cu=4, digit_bits=16,
+                           first_bits=16),
 }
 
 
@@ -80,6 +88,10 @@ class SelectionPlan:
     @property
     def digit_bits(self):
         return self.policy.digit_bits
+
+    @property
+    def first_bits(self):
+        return self.policy.first_bits
 
     @property
     def index_bytes(self):
@@ -117,6 +129,13 @@ def check_selection_policy(policy):
         raise ValueError(f"policy.digit_bits=16 needs wg_size=1 (a work-item's own histogram in "
                          f"global memory; a work-group's local histograms are of 8-bit digits), "
                          f"got wg_size={wg}")
+    first = policy.first_bits
+    if first is not None and not (max(bits or 8, 8) <= first <= 16):
+        raise ValueError(f"policy.first_bits must be from digit_bits ({bits or 8}) to 16, got "
+                         f"{first}")
+    if first is not None and first > 12 and wg not in (None, 1):
+        raise ValueError(f"policy.first_bits={first} needs wg_size=1 (a work-group's local "
+                         f"histogram holds 2^12 counts), got wg_size={wg}")
     if policy.cand_cap is not None and policy.cand_cap < 1:
         raise ValueError(f"policy.cand_cap must be a positive integer, got {policy.cand_cap}")
 
@@ -136,20 +155,24 @@ def plan_selection(profile, codec, rows, row_len, ranks, policy=None):
         pol = replace(pol, items_per_thread=_DEFAULTS["gpu"].items_per_thread)
     if "digit_bits" not in chosen:
         pol = replace(pol, digit_bits=8 if pol.wg_size > 1 else base.digit_bits)
+    if "first_bits" not in chosen:
+        pol = replace(pol, first_bits=max(pol.digit_bits, _DEFAULTS["gpu"].first_bits)
+                      if pol.wg_size > 1 else pol.digit_bits)
     if pol.wg_size > profile.max_wg_size:
         if "wg_size" in chosen:
             raise PolicyError(f"policy.wg_size={pol.wg_size} exceeds the largest work-group of "
                               f"{profile.describe()} ({profile.max_wg_size})")
         pol = replace(pol, wg_size=pow2_floor(profile.max_wg_size))
     digit_bits = min(pol.digit_bits, codec.bits)
+    first_bits = min(pol.first_bits, codec.bits)
     target = profile.compute_units * pol.groups_per_cu
     groups = max(1, min(-(-target // max(rows, 1)), -(-row_len // pol.tile)))
-    if pol.wg_size == 1 and digit_bits > 8 and "digit_bits" not in chosen and \
-            rows * groups * ranks * (4 << digit_bits) > CPU_HIST_BUDGET:
-        digit_bits = 8
-    pol = replace(pol, digit_bits=digit_bits)
+    if pol.wg_size == 1 and digit_bits > 8 and not {"digit_bits", "first_bits"} & set(chosen) \
+            and rows * groups * (ranks + 1) * (4 << digit_bits) > CPU_HIST_BUDGET:
+        digit_bits = first_bits = 8
+    pol = replace(pol, digit_bits=digit_bits, first_bits=first_bits)
     index_name, index_np = index_type(row_len)
-    cap = min(row_len, pol.cand_cap or max(row_len // 32, 1024))
+    cap = min(row_len, pol.cand_cap or max(row_len // (8 if profile.is_gpu else 32), 1024))
     return SelectionPlan(policy=pol, profile=profile, index_name=index_name, index_np=index_np,
-                         digits=-(-codec.bits // digit_bits), groups=groups, cap=cap,
-                         ranks=ranks)
+                         digits=1 + -(-(codec.bits - first_bits) // digit_bits), groups=groups,
+                         cap=cap, ranks=ranks)
