@@ -73,7 +73,13 @@ ${steps.prelude()}
 #define WORDS ${WORDS}
 #define IDX_T ${idx_t}
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
+% if ptx and wg >= 32:
+${common.sg_primitives("ptx", 32, wg, 1)}
+/* the candidate slots' scan by warps (one barrier pair a tile, as top-k's claims) */
+${common.wg_scan_warp_fn("wg_scan_uint", wg)}
+% else:
 ${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
+% endif
 ${common.wg_scan_fn("wg_scan_ulong", "ulong", wg)}
 ${common.cross_group_fns(ptx, False)}
 
