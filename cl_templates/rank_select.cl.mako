@@ -13,9 +13,9 @@
                   that do not fit are read again from the row)
      rs_count   - per chunk of a row: the keys of each class (below the first threshold, equal to
                   it, between it and the next, ...)
-     rs_offsets - per row and class: each chunk's first output position in that class
-     rs_scatter - per chunk: its keys (and positions) to their class's positions, in position
-                  order within a class (a stable split: partition, argpartition)
+     rs_scatter - per chunk: its keys (and positions) to their class's positions (after those of
+                  the chunks before), in position order within a class (a stable split:
+                  partition, argpartition)
      rs_locate  - per row and rank: the key of that rank and its position, the one a stable sort
                   puts there (kthvalue)
 
@@ -569,13 +569,16 @@ ${clear_hist("ng * RADIX")}
     if (!write) {
         /* counting alone, without a branch per key (half of a row's keys are members or not,
            as good as at random: a branch would be mispredicted every other key) */
+        /* keys outside every group add to 16 words in turn: adds to one word would each wait
+           for the one before (never read: zeroed before they are counted in) */
         __global INDEX_T* const outside = mine + (size_t)nranks * RADIX;
-        *outside = 0;   /* (never read: written before it is counted in) */
+        for (uint u = 0; u < 16; ++u)
+            outside[u] = 0;
         if (ng == 1) {
             for (INDEX_T i = lo; i < hi; ++i) {
                 const KEY_T k = order_key(src[i], 0);
                 const bool member = (KEY_T)(k & mask) == g0;
-                ++*(member ? mine + digit_of(k, p) : outside);
+                ++*(member ? mine + digit_of(k, p) : outside + (i & 15));
             }
         } else {
             /* the groups' prefixes in registers (the last one repeated past ng): a key's
@@ -588,7 +591,7 @@ ${clear_hist("ng * RADIX")}
                 const KEY_T pm = (KEY_T)(k & mask);
                 const uint j = ${" + ".join(f"(gp{u} < pm)" for u in range(rmax))};
                 const bool member = ${" | ".join(f"(gp{u} == pm)" for u in range(rmax))};
-                ++*(member ? mine + (size_t)j * RADIX + digit_of(k, p) : outside);
+                ++*(member ? mine + (size_t)j * RADIX + digit_of(k, p) : outside + (i & 15));
             }
         }
         hi = lo;
@@ -777,31 +780,12 @@ static inline ulong class_start(const __global sel_state* st, uint nranks, uint 
     return 0;
 }
 
-/* Per class and row (item (c, row); classes past the row's last are 0): each chunk's first
-   position in the class. */
-__kernel void rs_offsets(uint rows, uint groups, uint nranks, __global uchar* temp,
-                         ulong state_off, ulong cnt_off, ulong off_off)
-{
-    const uint c = get_global_id(0);
-    const uint row = get_global_id(1);
-    if (c >= CMAX || row >= rows)
-        return;
-    const __global sel_state* st = state_copy(temp, state_off, DIGITS & 1, rows, row);
-    const bool used = c <= 2 * st->ngroups;
-    ulong at = used ? class_start(st, nranks, c) : 0;
-    const __global INDEX_T* cnt = AT(INDEX_T, cnt_off) + (size_t)row * groups * CMAX + c;
-    __global INDEX_T* off = AT(INDEX_T, off_off) + (size_t)row * groups * CMAX + c;
-    for (uint g = 0; g < groups; ++g) {
-        off[(size_t)g * CMAX] = (INDEX_T)at;
-        at += used ? cnt[(size_t)g * CMAX] : 0;
-    }
-}
-
-/* Per chunk: its keys (write_keys) and positions (write_pos) to their class's positions, from
-   the chunk's first ones (rs_offsets), in position order within a class. */
+/* Per chunk: its keys (write_keys) and positions (write_pos) to their class's positions, in
+   position order within a class, from the chunk's first position in each class: the class's
+   first, past the keys of the class in the chunks before (rs_count's counts). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_len,
-                uint nranks, __global uchar* temp, ulong state_off, ulong off_off,
+                uint nranks, __global uchar* temp, ulong state_off, ulong cnt_off,
                 __global KEY_T* restrict out_key, ulong out_key_off,
                 __global IDX_T* restrict out_pos, ulong out_pos_off, uint write_keys,
                 uint write_pos)
@@ -817,12 +801,19 @@ void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row
 % if not one:
     __local ulong wscratch[WG];
 % endif
-    const __global INDEX_T* off = AT(INDEX_T, off_off) + ((size_t)row * groups + g) * CMAX;
-    for (uint j = 0; j < (CMAX + WG - 1) / WG; ++j)
-        if (j * WG + lid < CMAX)
-            lrun[j * WG + lid] = off[j * WG + lid];
-    const uint nthr = load_thresholds(state_copy(temp, state_off, DIGITS & 1, rows, row), nranks,
-                                      thr, &l_u, lid);
+    const __global sel_state* st = state_copy(temp, state_off, DIGITS & 1, rows, row);
+    const uint nthr = load_thresholds(st, nranks, thr, &l_u, lid);
+    const __global INDEX_T* cnt = AT(INDEX_T, cnt_off) + (size_t)row * groups * CMAX;
+    for (uint j = 0; j < (CMAX + WG - 1) / WG; ++j) {
+        const uint c = j * WG + lid;
+        if (c < 2 * nthr + 1) {
+            ulong at = class_start(st, nranks, c);
+            for (uint h = 0; h < g; ++h)
+                at += cnt[(size_t)h * CMAX + c];
+            lrun[c] = (INDEX_T)at;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
     const ulong row_at = (ulong)row * row_len;
     const __global KEY_T* src = keys + keys_off + row_at;
 % if one:
@@ -833,6 +824,7 @@ void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row
     if (nthr == 1) {   /* the common call, one kth: three cursors */
         const KEY_T t0 = thr[0];
         INDEX_T run0 = lrun[0], run1 = lrun[1], run2 = lrun[2];
+<%def name="split3(write)">\
         for (INDEX_T i = lo; i < hi; ++i) {
             const KEY_T x = src[i];
             const KEY_T k = order_key(x, 0);
@@ -842,10 +834,16 @@ void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row
             run0 += lt;
             run1 += eq;
             run2 += !lt && !eq;
-            if (write_keys)
-                ok[dst] = x;
-            if (write_pos)
-                op[dst] = (IDX_T)i;
+            ${write}
+        }
+</%def>
+        /* a loop for each output (partition writes keys, argpartition positions) */
+        if (write_keys && !write_pos) {
+${split3("ok[dst] = x;")}
+        } else if (write_pos && !write_keys) {
+${split3("op[dst] = (IDX_T)i;")}
+        } else {
+${split3("ok[dst] = x; op[dst] = (IDX_T)i;")}
         }
     } else {
         INDEX_T run[CMAX];

@@ -8,10 +8,9 @@ its parts at 4 KiB-aligned byte offsets the kernels take (no sub-buffers): two r
 (STATE_BYTES each), four counters per row, the histograms (a row's: ranks x 2^digit_bits counts,
 or 2^first_bits for the first pass; with work-groups of one work-item, a slot of ranks + 1 such
 rows per work-group), two candidate buffers of ``cap`` keys per row (where a pass writes
-candidates: three digits or more), and for the split and the locate each chunk's class counts
-and first positions. The launches: rs_init, rs_pass0,
-a rs_pass per further digit, then the operation's: rs_values; rs_count, rs_offsets, rs_scatter;
-or rs_count, rs_locate.
+candidates: three digits or more), and for the split and the locate each chunk's class counts. The launches: rs_init, rs_pass0,
+a rs_pass per further digit, then the operation's: rs_values; rs_count, rs_scatter; or rs_count,
+rs_locate.
 """
 
 from dataclasses import dataclass
@@ -82,7 +81,7 @@ class RankSelect(Driver):
         builds = [Build(self.template, dict(params, program="first"), (), ("rs_pass0",)),
                   Build(self.template, dict(params, program="rest"), (),
                         ("rs_pass", "rs_count", "rs_scatter", "rs_locate"),
-                        ("rs_init", "rs_offsets"))]
+                        ("rs_init",))]
         if values is not None:
             op, res = values
             # (independent of the passes' digits and index type: one program per key type)
@@ -127,11 +126,8 @@ class RankSelect(Driver):
             out_key = (Buf(VALUES), Off(VALUES)) if job.write_keys else unused
             out_pos = (Buf(POSITIONS), Off(POSITIONS)) if job.write_pos else unused
             if job.tail == "split":
-                seq.launch("rs_offsets", "rs_offsets", (CLASSES, rows), None,
-                           [rows, plan.groups, job.nranks, block, off["state"], off["cnt"],
-                            off["off"]])
                 seq.launch("rs_scatter", "rs_scatter", grid, local,
-                           [*keys, job.row_len, job.nranks, block, off["state"], off["off"],
+                           [*keys, job.row_len, job.nranks, block, off["state"], off["cnt"],
                             *out_key, *out_pos, int(job.write_keys), int(job.write_pos)])
             else:
                 seq.launch("rs_locate", "rs_locate", (job.nranks * wg, rows), local,
@@ -143,7 +139,7 @@ class RankSelect(Driver):
 def _temp_parts(plan, codec, rows, nranks, tail):
     """The parts of a call's one allocation, [(name, bytes)]: the row states (two copies), the
     counters, the histograms, the candidate buffers (where a pass writes them: from the third
-    digit on) and, for the split and the locate, the chunks' class counts and first positions."""
+    digit on) and, for the split and the locate, the chunks' class counts."""
     ib = plan.index_bytes
     radix, first = 1 << plan.digit_bits, 1 << plan.first_bits
     hist = rows * max(first, nranks * radix) * ib
@@ -152,4 +148,4 @@ def _temp_parts(plan, codec, rows, nranks, tail):
     cands = rows * plan.cap * codec.itemsize if plan.digits > 2 else 0
     chunks = rows * plan.groups * CLASSES * ib if tail in ("split", "locate") else 0
     return [("state", 2 * rows * STATE_BYTES), ("counters", 4 * rows * ib), ("hist", hist),
-            ("cand0", cands), ("cand1", cands), ("cnt", chunks), ("off", chunks)]
+            ("cand0", cands), ("cand1", cands), ("cnt", chunks)]
