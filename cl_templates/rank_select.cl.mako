@@ -37,8 +37,8 @@
    oclgrind's does), and "rest", every other kernel.
 
    Parameters: those of the prelude, and program, wg, ipt, idx_t (the positions written), ptx
-   (NVIDIA's fences), uniform_branches (the device runs a branch on a work-group-uniform value around
-   barriers as written: GPUs; PoCL 3.0 does not, radix_select_steps.mako). Loops that hold
+   (NVIDIA's fences), uniform_branches (the device runs a branch on a work-group-uniform value
+   around barriers as written: GPUs; PoCL 3.0 does not, radix_select_steps.mako). Loops that hold
    barriers have work-group-uniform trip counts, and loops after a barrier never have bounds that
    depend on the work-item (PoCL 3.1, radix_select_steps.mako). */
 <%namespace name="common" file="common.mako"/>
@@ -85,7 +85,7 @@ ${common.cross_group_fns(ptx, False)}
 
 /* the row's four counters: work-groups done with the pass, candidate slots of even and odd
    passes, NaN keys */
-static inline __global INDEX_T* row_counters(__global uchar* temp, ulong counters_off, uint row)
+static inline __global INDEX_T* sel_counters(__global uchar* temp, ulong counters_off, uint row)
 {
     return AT(INDEX_T, counters_off) + (size_t)4 * row;
 }
@@ -108,7 +108,7 @@ static inline void chunk_of(INDEX_T n, uint g, uint groups, INDEX_T* lo, INDEX_T
 }
 
 /* A work-item's IPT consecutive keys from `at` (0 past n): vector loads in a full run. */
-STEP void load_keys(__private KEY_T* x, const __global KEY_T* src, INDEX_T at, INDEX_T n)
+STEP void load_run(__private KEY_T* x, const __global KEY_T* src, INDEX_T at, INDEX_T n)
 {
     if (at + IPT <= n) {
         #pragma unroll
@@ -276,13 +276,13 @@ static inline INDEX_T bin_total(__global INDEX_T* slots, uint groups, uint nrank
    zeroed for the pass after next) and whether it writes its own (F_WRITE: its groups' keys fit
    the candidate buffer, are at most a quarter of the row, and a pass reads them). Every
    work-item calls it; it ends with a barrier, and the kernels have nothing after it
-   (radix_select.cl.mako's finish_pass). */
+   (as radix_select.cl.mako's finish_pass). */
 STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, INDEX_T cap,
                   uint nranks, __global uchar* temp, ulong state_off, __global INDEX_T* counters,
                   __global INDEX_T* hist, uint rank_mode, uint method, uint skip_nan,
                   const __global ulong* params, sel_locals loc, uint lid)
 {
-    const __global sel_state* st = state_copy(temp, state_off, p & 1, rows, row);
+    const __global sel_state* st = sel_state_at(temp, state_off, p & 1, rows, row);
     if (lid == 0) {
         if (p == 0) {
             const ulong nans = (ulong)COUNTER_TAKE(counters + 3);
@@ -315,7 +315,7 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint ng = loc.head[0];
-    const uint shift = digit_shift(p);
+    const uint shift = sel_shift(p);
     const uint bins = p == 0 ? FIRST_RADIX : RADIX;   /* a group's */
     for (uint j = 0; j < ng; ++j) {
 % if one:
@@ -363,7 +363,7 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
-        __global sel_state* nx = state_copy(temp, state_off, (p + 1) & 1, rows, row);
+        __global sel_state* nx = sel_state_at(temp, state_off, (p + 1) & 1, rows, row);
         uint ng2 = 0;
         ulong members = 0;
         for (uint r = 0; r < nranks; ++r) {
@@ -394,7 +394,7 @@ STEP void resolve(uint p, uint rows, uint row, uint groups, INDEX_T row_len, IND
 /* The end of a pass for one work-group: its nbins counts into the row's histogram (wg > 1; a
    work-item's own slot is already in global memory), a fence, its count of finished
    work-groups; the last one to finish resolves. */
-STEP void finish_pass(uint p, uint nbins, uint rows, uint row, uint groups, INDEX_T row_len,
+STEP void end_pass(uint p, uint nbins, uint rows, uint row, uint groups, INDEX_T row_len,
                       INDEX_T cap, uint nranks, __global uchar* temp, ulong state_off,
                       __global INDEX_T* counters, __global INDEX_T* hist, uint rank_mode,
                       uint method, uint skip_nan, const __global ulong* params, sel_locals loc,
@@ -464,7 +464,7 @@ __kernel void rs_init(__global uchar* temp, ulong state_off, ulong counters_off,
         hist[b] = 0;
 % endif
     if (lid == 0) {
-        __global INDEX_T* counters = row_counters(temp, counters_off, row);
+        __global INDEX_T* counters = sel_counters(temp, counters_off, row);
         for (uint i = 0; i < 4; ++i)
             counters[i] = 0;
     }
@@ -491,7 +491,7 @@ ${clear_hist("FIRST_RADIX")}
     chunk_of(row_len, g, groups, &lo, &hi);
     for (INDEX_T i = lo; i < hi; ++i) {
         const KEY_T k = order_key(src[i], 0);
-        HIST_INC(0, digit_of(k, 0));
+        HIST_INC(0, sel_digit(k, 0));
 %   if key_kind == "float":
         nans += k == KEY_ONES;
 %   endif
@@ -502,13 +502,13 @@ ${clear_hist("FIRST_RADIX")}
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
-        load_keys(x, src, at, row_len);
+        load_run(x, src, at, row_len);
         uint bin[IPT];
         #pragma unroll
         for (uint i = 0; i < IPT; ++i) {
             const KEY_T k = order_key(x[i], 0);
             const bool valid = at + i < row_len;
-            bin[i] = valid ? digit_of(k, 0) : NO_BIN;
+            bin[i] = valid ? sel_digit(k, 0) : NO_BIN;
 %   if key_kind == "float":
             nans += valid && k == KEY_ONES;
 %   endif
@@ -516,10 +516,10 @@ ${clear_hist("FIRST_RADIX")}
         count_bins(bin, loc.hist);
     }
 % endif
-    __global INDEX_T* counters = row_counters(temp, counters_off, row);
+    __global INDEX_T* counters = sel_counters(temp, counters_off, row);
     if (nans)
         COUNTER_ADD(counters + 3, nans);
-    finish_pass(0, FIRST_RADIX, rows, row, groups, row_len, cap, nranks, temp, state_off,
+    end_pass(0, FIRST_RADIX, rows, row, groups, row_len, cap, nranks, temp, state_off,
                 counters, ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
 }
 
@@ -536,7 +536,7 @@ void rs_pass(${pass_params()}, uint p)
     const uint rows = get_num_groups(1);
     const uint lid = get_local_id(0);
 ${pass_locals("RMAX * RADIX")}
-    const __global sel_state* st = state_copy(temp, state_off, p & 1, rows, row);
+    const __global sel_state* st = sel_state_at(temp, state_off, p & 1, rows, row);
     if (lid == 0) {
         loc.head[0] = st->ngroups;
         loc.head[1] = st->flags;
@@ -557,7 +557,7 @@ ${clear_hist("ng * RADIX")}
         ? AT(KEY_T, (p & 1) ? cand0_off : cand1_off) + (size_t)row * cap
         : keys + keys_off + (size_t)row * row_len;
     __global KEY_T* cout = AT(KEY_T, (p & 1) ? cand1_off : cand0_off) + (size_t)row * cap;
-    __global INDEX_T* counters = row_counters(temp, counters_off, row);
+    __global INDEX_T* counters = sel_counters(temp, counters_off, row);
     const KEY_T mask = prefix_mask(p);
 % if one:
     /* members are staged and written STAGE at a time (one counter add each) */
@@ -578,7 +578,7 @@ ${clear_hist("ng * RADIX")}
             for (INDEX_T i = lo; i < hi; ++i) {
                 const KEY_T k = order_key(src[i], 0);
                 const bool member = (KEY_T)(k & mask) == g0;
-                ++*(member ? mine + digit_of(k, p) : outside + (i & 15));
+                ++*(member ? mine + sel_digit(k, p) : outside + (i & 15));
             }
         } else {
             /* the groups' prefixes in registers (the last one repeated past ng): a key's
@@ -591,7 +591,7 @@ ${clear_hist("ng * RADIX")}
                 const KEY_T pm = (KEY_T)(k & mask);
                 const uint j = ${" + ".join(f"(gp{u} < pm)" for u in range(rmax))};
                 const bool member = ${" | ".join(f"(gp{u} == pm)" for u in range(rmax))};
-                ++*(member ? mine + (size_t)j * RADIX + digit_of(k, p) : outside + (i & 15));
+                ++*(member ? mine + (size_t)j * RADIX + sel_digit(k, p) : outside + (i & 15));
             }
         }
         hi = lo;
@@ -602,7 +602,7 @@ ${clear_hist("ng * RADIX")}
         const uint j = ng == 1 ? ((KEY_T)(k & mask) == g0 ? 0u : 1u)
                                : group_of((KEY_T)(k & mask), loc.gpre, ng);
         if (j < ng) {
-            HIST_INC(j, digit_of(k, p));
+            HIST_INC(j, sel_digit(k, p));
             if (write) {
                 stage[ns++] = x;
                 if (ns == STAGE) {
@@ -621,12 +621,12 @@ ${clear_hist("ng * RADIX")}
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
         uint cls[IPT];
-        load_keys(x, src, at, n);
+        load_run(x, src, at, n);
         uint nm = 0, bin[IPT];
         for (uint i = 0; i < IPT; ++i) {
             const KEY_T k = order_key(x[i], 0);
             const uint j = at + i < n ? group_of((KEY_T)(k & mask), loc.gpre, ng) : ng;
-            bin[i] = j < ng ? j * RADIX + digit_of(k, p) : NO_BIN;
+            bin[i] = j < ng ? j * RADIX + sel_digit(k, p) : NO_BIN;
             cls[i] = j < ng;
             nm += j < ng;
         }
@@ -653,7 +653,7 @@ ${clear_hist("ng * RADIX")}
         }
     }
 % endif
-    finish_pass(p, ng * RADIX, rows, row, groups, row_len, cap, nranks, temp, state_off,
+    end_pass(p, ng * RADIX, rows, row, groups, row_len, cap, nranks, temp, state_off,
                 counters, ROW_HIST(row), rank_mode, method, skip_nan, params, loc, lid);
 }
 
@@ -702,8 +702,8 @@ void rs_count(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_l
     for (uint j = 0; j < (CMAX + WG - 1) / WG; ++j)
         if (j * WG + lid < CMAX)
             lcnt[j * WG + lid] = 0;
-    const uint nthr = load_thresholds(state_copy(temp, state_off, DIGITS & 1, rows, row), nranks,
-                                      thr, &l_u, lid);
+    const uint nthr = load_thresholds(sel_state_at(temp, state_off, DIGITS & 1, rows, row),
+                                      nranks, thr, &l_u, lid);
     const __global KEY_T* src = keys + keys_off + (size_t)row * row_len;
 % if one:
     INDEX_T lo, hi;
@@ -736,7 +736,7 @@ void rs_count(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_l
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
-        load_keys(x, src, at, row_len);
+        load_run(x, src, at, row_len);
         for (uint i = 0; i < IPT; ++i) {
             if (at + i < row_len) {
                 const KEY_T k = order_key(x[i], 0);
@@ -801,7 +801,7 @@ void rs_scatter(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row
 % if not one:
     __local ulong wscratch[WG];
 % endif
-    const __global sel_state* st = state_copy(temp, state_off, DIGITS & 1, rows, row);
+    const __global sel_state* st = sel_state_at(temp, state_off, DIGITS & 1, rows, row);
     const uint nthr = load_thresholds(st, nranks, thr, &l_u, lid);
     const __global INDEX_T* cnt = AT(INDEX_T, cnt_off) + (size_t)row * groups * CMAX;
     for (uint j = 0; j < (CMAX + WG - 1) / WG; ++j) {
@@ -866,7 +866,7 @@ ${split3("ok[dst] = x; op[dst] = (IDX_T)i;")}
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
-        load_keys(x, src, at, row_len);
+        load_run(x, src, at, row_len);
         uint cls[IPT];
         ulong mine[WORDS];
         for (uint w = 0; w < WORDS; ++w)
@@ -914,7 +914,7 @@ void rs_locate(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
     const uint rows = get_num_groups(1);
     const uint lid = get_local_id(0);
     __local INDEX_T scratch[WG];
-    const __global sel_state* st = state_copy(temp, state_off, DIGITS & 1, rows, row);
+    const __global sel_state* st = sel_state_at(temp, state_off, DIGITS & 1, rows, row);
     const KEY_T thr = (KEY_T)st->prefix[r];
     const uint c = 2 * st->group[r] + 1;
     ulong j = st->rank[r] - st->below[r];   /* the wanted key among those equal to thr */
@@ -948,7 +948,7 @@ void rs_locate(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T row_
     for (INDEX_T t = t0; t < t1; ++t) {
         const INDEX_T at = t * TILE + lid * IPT;
         KEY_T x[IPT];
-        load_keys(x, src, at, row_len);
+        load_run(x, src, at, row_len);
         INDEX_T m = 0;
         for (uint i = 0; i < IPT; ++i)
             m += at + i < row_len && order_key(x[i], 0) == thr;

@@ -72,7 +72,7 @@ typedef char sel_state_fits[sizeof(sel_state) <= STATE_BYTES ? 1 : -1];
 
 /* Copy c (0 or 1) of a row's state: pass p reads copy p & 1 and its last work-group writes
    copy (p + 1) & 1, so that no work-group of a pass reads what another one of it writes. */
-static inline __global sel_state* state_copy(__global uchar* temp, ulong state_off, uint c,
+static inline __global sel_state* sel_state_at(__global uchar* temp, ulong state_off, uint c,
                                              uint rows, uint row)
 {
     return (__global sel_state*)(temp + state_off + ((ulong)c * rows + row) * STATE_BYTES);
@@ -80,20 +80,20 @@ static inline __global sel_state* state_copy(__global uchar* temp, ulong state_o
 
 /* The digits, most significant first: FIRST_BITS, then DIGIT_BITS each, the last one the
    narrower (its low bits). The shift of digit p, its value, and the mask of the first p. */
-static inline uint digit_shift(uint p)
+static inline uint sel_shift(uint p)
 {
     const int s = KEY_BITS - FIRST_BITS - DIGIT_BITS * (int)p;
     return s > 0 ? (uint)s : 0u;
 }
 
-static inline uint digit_of(KEY_T k, uint p)
+static inline uint sel_digit(KEY_T k, uint p)
 {
-    return (uint)(k >> digit_shift(p)) & (p == 0 ? FIRST_RADIX - 1 : RADIX - 1);
+    return (uint)(k >> sel_shift(p)) & (p == 0 ? FIRST_RADIX - 1 : RADIX - 1);
 }
 
 static inline KEY_T prefix_mask(uint p)
 {
-    return p == 0 ? (KEY_T)0 : (KEY_T)(KEY_ONES << digit_shift(p - 1));
+    return p == 0 ? (KEY_T)0 : (KEY_T)(KEY_ONES << sel_shift(p - 1));
 }
 
 /* The key of an order key: order_key's inverse, except that the two zeros are one order key

@@ -9,10 +9,10 @@
                  skip_nan, a row without a key that is not NaN), else the median or quantile
 
    The row states are the selection's last (copy `final_copy`: its digits' parity), so that one
-   program serves every digit width (the host renders it with digit_bits 8 and index_t
-   uint, which it does not use). Parameters: those of rank_select_steps.mako's prelude, and op ("median" or "quantile"), res
-   (the result: "key" for the key of a rank itself, numpy's discrete methods; "f16", "bf16",
-   "f32" or "f64" for the arithmetic's type). */
+   program serves every digit width (the host renders it with digits of 8 bits and index_t
+   uint, which it does not use). Parameters: those of rank_select_steps.mako's prelude, and op
+   ("median" or "quantile"), res (the result: "key" for the key of a rank itself, numpy's
+   discrete methods; "f16", "bf16", "f32" or "f64" for the arithmetic's type). */
 <%namespace name="steps" file="rank_select_steps.mako"/>
 ${steps.prelude()}
 <%
@@ -197,7 +197,7 @@ __kernel void rs_values(uint rows, uint nout, uint nranks, __global uchar* temp,
     if (row >= rows || qi >= nout)
         return;
     const size_t i = (size_t)qi * rows + row;
-    const __global sel_state* st = state_copy(temp, state_off, final_copy, rows, row);
+    const __global sel_state* st = sel_state_at(temp, state_off, final_copy, rows, row);
     const ulong n = st->n_eff;
     if (skip_nan ? n == 0 : st->nans != 0) {
         out[out_off + i] = res_nan();
