@@ -8,9 +8,9 @@ its parts at 4 KiB-aligned byte offsets the kernels take (no sub-buffers): two r
 (STATE_BYTES each), four counters per row, the histograms (a row's: ranks x 2^digit_bits counts,
 or 2^first_bits for the first pass; with work-groups of one work-item, a slot of ranks + 1 such
 rows per work-group), two candidate buffers of ``cap`` keys per row (where a pass writes
-candidates: three digits or more), and for the split and the locate each chunk's class counts. The launches: rs_init, rs_pass0,
-a rs_pass per further digit, then the operation's: rs_values; rs_count, rs_scatter; or rs_count,
-rs_locate.
+candidates: three digits or more), and for the split and the locate each chunk's class counts.
+The launches: rs_init, rs_pass0, a rs_pass per further digit, then the operation's: rs_values;
+rs_count, rs_scatter; or rs_count, rs_locate.
 """
 
 from dataclasses import dataclass

@@ -3,10 +3,11 @@
 A :class:`SelectionPolicy` holds the tuning knobs of the rank select
 (cl_templates/rank_select.cl.mako): the work-group size and keys per work-item of its passes, the
 work-groups per compute unit that share a row, the digits' widths (the first, then the others)
-and the candidate buffer's capacity. :func:`plan_selection` is a pure function of (device profile, key codec, rows, row
-length, ranks per row, policy) returning a :class:`SelectionPlan`: the policy with every field
-decided, plus what a call derives from it (index type, digits, work-groups per row, candidate
-capacity). A field left None is the planner's to choose.
+and the candidate buffer's capacity. :func:`plan_selection` is a pure function of (device
+profile, key codec, rows, row length, ranks per row, policy) returning a
+:class:`SelectionPlan`: the policy with every field decided, plus what a call derives from it
+(index type, digits, work-groups per row, candidate capacity). A field left None is the
+planner's to choose.
 """
 
 import numbers
