@@ -534,6 +534,10 @@ def test_policy_checks():
     assert (cpu.wg, cpu.digit_bits, cpu.digits, cpu.groups) == (1, 16, 2, 8)
     many = plan_selection(fake_profile(device_type="cpu"), key_codec(np.float32), 4096, 4096, 2)
     assert many.digit_bits == 8   # 16-bit slots for 4096 rows would not fit the budget
+    rows = plan_selection(fake_profile(), key_codec(np.float32), 4096, 4096, 2)
+    assert (rows.first_bits, rows.digits) == (12, 4)   # 4096 histograms of 16 KiB: 64 MiB
+    short = plan_selection(fake_profile(), key_codec(np.float32), 1 << 16, 64, 2)
+    assert (short.first_bits, short.digits) == (8, 4)
 
 
 # ------------------------------------------------------------------ hypothesis

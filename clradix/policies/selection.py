@@ -26,10 +26,11 @@ from ..core.sizes import index_type, pow2_floor
 MAX_RANKS = 16
 #: a tile's per-class counts are packed in 16 bits (the split's scans)
 TILE_LIMIT = 1 << 16
-#: bytes of the per-row histogram slots a CPU call may hold (work-items of one key each keep
-#: their own slots: rows x work-items per row x groups x 2^digit_bits counts); above it the
-#: digits are 8 bits wide
-CPU_HIST_BUDGET = 64 << 20
+#: bytes of histograms a call may hold: work-items of one keep slots of their own (rows x
+#: work-items per row x (ranks + 1) x 2^digit_bits counts), larger work-groups add into one per
+#: row (rows x 2^first_bits counts, or ranks x 2^digit_bits); above it the digits the planner
+#: chose are 8 bits wide
+HIST_BUDGET = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -169,8 +170,11 @@ def plan_selection(profile, codec, rows, row_len, ranks, policy=None):
     target = profile.compute_units * pol.groups_per_cu
     groups = max(1, min(-(-target // max(rows, 1)), -(-row_len // pol.tile)))
     if pol.wg_size == 1 and digit_bits > 8 and not {"digit_bits", "first_bits"} & set(chosen) \
-            and rows * groups * (ranks + 1) * (4 << digit_bits) > CPU_HIST_BUDGET:
+            and rows * groups * (ranks + 1) * (4 << digit_bits) > HIST_BUDGET:
         digit_bits = first_bits = 8
+    if pol.wg_size > 1 and first_bits > digit_bits and "first_bits" not in chosen and \
+            rows * max(4 << first_bits, ranks * (4 << digit_bits)) > HIST_BUDGET:
+        first_bits = digit_bits   # (many short rows: the first digit's 16 KiB a row)
     pol = replace(pol, digit_bits=digit_bits, first_bits=first_bits)
     index_name, index_np = index_type(row_len)
     cap = min(row_len, pol.cand_cap or max(row_len // (8 if profile.is_gpu else 32), 1024))
