@@ -12,11 +12,11 @@ import argparse
 import sys
 
 from . import (after_sort, api, cpu, dask_scaling, gpu, large, latency, matrix, segmented,
-               stress, topk)
+               selection, stress, topk)
 
 COMMANDS = {"matrix": matrix, "gpu": gpu, "topk": topk, "segmented": segmented, "large": large,
             "stress": stress, "dask": dask_scaling, "latency": latency, "cpu": cpu, "api": api,
-            "after": after_sort}
+            "after": after_sort, "selection": selection}
 
 
 def plain(text):

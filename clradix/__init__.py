@@ -8,6 +8,7 @@
     sorted_copy = clradix.sort(array)           # numpy-like: any shape and axis
     order = clradix.argsort(array, axis=0)      # int64 indices, as numpy's
     values, indices = clradix.topk(array, k)    # k largest along the last axis
+    mid = clradix.median(array, axis=-1)        # and partition, kthvalue, quantile, ...
     where = clradix.searchsorted(sorted_keys, values)   # and unique, lexsort, run_lengths
 
 The public names are imported on first use (PEP 562): importing the package, or running its
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
     from .dispatch.api import (TopkResult, argsort, free_memory, selector_for, sort, sorter_for,
                                top_k, topk)
     from .dispatch.lexsort import lexsort
+    from .dispatch.selection import (KthvalueResult, argpartition, kthvalue, median, nanmedian,
+                                     nanpercentile, nanquantile, partition, percentile,
+                                     quantile)
+    from .policies.selection import SelectionPolicy
     from .dispatch.search import searchsorted
     from .dispatch.unique import (RunLengths, UniqueAllResult, UniqueCountsResult,
                                   UniqueInverseResult, run_lengths, unique, unique_all,
@@ -47,7 +52,8 @@ __all__ = [
     "unique_inverse", "unique_all", "run_lengths", "lexsort", "UniqueAllResult",
     "UniqueCountsResult", "UniqueInverseResult", "RunLengths", "SortPolicy",
     "SegmentPolicy",
-    "TopkPolicy",
+    "TopkPolicy", "SelectionPolicy", "partition", "argpartition", "kthvalue", "KthvalueResult",
+    "median", "nanmedian", "quantile", "percentile", "nanquantile", "nanpercentile",
     "PolicyError", "KernelBuildError", "TemplateRenderError", "KEY_DTYPES", "KeyCodec", "key_codec",
     "__version__",
 ]
@@ -63,6 +69,10 @@ _LAZY = {
     "sorter_for": "dispatch.api", "topk": "dispatch.api", "top_k": "dispatch.api",
     "TopkResult": "dispatch.api", "free_memory": "dispatch.api",
     "searchsorted": "dispatch.search", "lexsort": "dispatch.lexsort",
+    "SelectionPolicy": "policies.selection",
+    **{name: "dispatch.selection" for name in (
+        "partition", "argpartition", "kthvalue", "KthvalueResult", "median", "nanmedian",
+        "quantile", "percentile", "nanquantile", "nanpercentile")},
     **{name: "dispatch.unique" for name in (
         "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
         "run_lengths", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",

@@ -544,6 +544,67 @@ def test_topk_many_tiles_per_group(g, rng):
         g.keep(*conftest.check_topk(g.queue, a, k, selector=sel, to_device=g.to_device))
 
 
+# ----------------------------------------------------------------------------- selection
+# The rank select (rank_select.cl.mako, rank_values.cl.mako) through its numpy-like functions:
+# work-groups of 32 (tiles of 64 keys, two work-groups a row), work-items of one with 8-bit
+# digits (the middle passes write candidates), and the CPUs' 16-bit slots (one case: each pass
+# clears and sums 65536 counts a work-item).
+
+SEL_POLICIES = {
+    "groups": clradix.SelectionPolicy(wg_size=WG, items_per_thread=IPT, groups_per_cu=2),
+    "items": clradix.SelectionPolicy(wg_size=1, items_per_thread=4, digit_bits=8,
+                                     groups_per_cu=2),
+}
+
+
+def _kept_params(g, monkeypatch):
+    """The selection's parameter buffers kept for the module (see the module docstring)."""
+    from clradix.dispatch import selection
+    made = selection._params_buffer
+    monkeypatch.setattr(selection, "_params_buffer", lambda ctx, words: g.keep(made(ctx, words)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint64", "int16"])
+@pytest.mark.parametrize("policy", list(SEL_POLICIES))
+def test_selection(g, rng, monkeypatch, policy, dtype):
+    """partition, argpartition (two kth), kthvalue, median and quantiles (NaNs among the float
+    keys: the nan forms count the others) of two rows."""
+    _kept_params(g, monkeypatch)
+    pol = SEL_POLICIES[policy]
+    x = float_specials(rng, np.dtype(dtype), 2 * 150).reshape(2, 150)
+    d = g.to_device(x)
+    kw = dict(policy=pol, allocator=g.alloc)
+    ok = key_codec(x.dtype).order_key(x.reshape(-1)).reshape(x.shape)
+    order = np.argsort(ok, axis=1, kind="stable")
+    part = g.keep(clradix.partition(d, [3, 75], **kw)).get()
+    idx = g.keep(clradix.argpartition(d, [3, 75], **kw)).get()
+    np.testing.assert_array_equal(np.take_along_axis(ok, idx, 1)[:, [3, 75]],
+                                  np.sort(ok, axis=1)[:, [3, 75]])
+    np.testing.assert_array_equal(part.view(ok.dtype), np.take_along_axis(x, idx, 1)
+                                  .view(ok.dtype))
+    v, i = g.keep(*clradix.kthvalue(d, 9, **kw))
+    np.testing.assert_array_equal(i.get(), order[:, 8])
+    if x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            want = np.array([np.median(r[~np.isnan(r)]) for r in x], x.dtype)
+        np.testing.assert_array_equal(g.keep(clradix.nanmedian(d, axis=1, **kw)).get(), want)
+    with np.errstate(all="ignore"):
+        want = np.quantile(x, [0.2, 0.5], axis=1)
+    np.testing.assert_array_equal(g.keep(clradix.quantile(d, [0.2, 0.5], axis=1, **kw)).get(),
+                                  want)
+
+
+def test_selection_16bit_slots(g, rng, monkeypatch):
+    """The CPUs' route: work-items of one with histogram slots of 65536 counts each."""
+    _kept_params(g, monkeypatch)
+    pol = clradix.SelectionPolicy(wg_size=1, items_per_thread=8, digit_bits=16, groups_per_cu=2)
+    x = rng.standard_normal((2, 150)).astype(np.float32)
+    d = g.to_device(x)
+    np.testing.assert_array_equal(
+        g.keep(clradix.median(d, axis=1, policy=pol, allocator=g.alloc)).get(),
+        np.median(x, axis=1))
+
+
 # ----------------------------------------------------------------------------- segmented sort
 # Tiles of 64 keys, two emulated subgroups of 16: segments of every tier (empty, one key, one
 # tile, past a tile, blocks of two tiles), with keys outside every segment, and rows.

@@ -1,5 +1,6 @@
-"""The planner: the one entry point that turns a call (a sort, a segmented sort, a top-k) into a
-validated policy, its built driver and the ready launch sequence of the call's configuration.
+"""The planner: the one entry point that turns a call (a sort, a segmented sort, a top-k, a
+selection) into a validated policy, its built driver and the ready launch sequence of the call's
+configuration.
 
 The pure planners (clradix.policies) choose from what the device profile says. What only a build
 tells is learned here, once per key configuration, with one warning, by one rule
@@ -31,6 +32,7 @@ from ..drivers.chunks import ChunkBuckets, Chunks
 from ..drivers.hybrid import Hybrid
 from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.radix_select import RadixSelect, TopkJob
+from ..drivers.rank_select import RankSelect, SelectJob
 from ..drivers.reduce_then_scan import ReduceThenScan
 from ..drivers.segmented import SegmentedSort
 from ..drivers.segmented_chunks import SegmentChunks
@@ -40,6 +42,7 @@ from ..policies.segment import plan_segments
 from ..policies.fit import without_ranking
 from ..policies.sort_plan import plan_sort
 from ..policies.sort_validate import validate
+from ..policies.selection import plan_selection
 from ..policies.topk import MIN_WG, plan_topk
 from ..policies.tuning import tuned_table
 
@@ -389,3 +392,33 @@ class Planner:
                 self.learn_refusal(device, config, "no threshold",
                                    f"{exc}\nthe top-k planner runs {codec.dtype} rows without "
                                    f"the threshold pass on this device")
+
+    # ------------------------------------------------------------------ selection
+
+    def prepare_selection(self, key, device, codec, job, policy=None, idx_bytes=8, values=None):
+        """The Prepared of a selection call (``key``: its call configuration; ``job``: the
+        SelectJob's fields but its plan; ``policy``: a SelectionPolicy of overrides; ``values``:
+        (op, result) of the medians' or quantiles' program)."""
+        def make():
+            plan, driver = self.selection_driver(device, codec, job["rows"], job["row_len"],
+                                                 job["nranks"], policy, idx_bytes, values)
+            return driver, SelectJob(plan, **job), plan
+        return self._prepare(key, make)
+
+    def selection_driver(self, device, codec, rows, row_len, nranks, policy=None, idx_bytes=8,
+                         values=None):
+        """(plan, built RankSelect) of a selection; a work-group limit the build reports makes
+        the planner plan again within it (unless the caller chose wg_size)."""
+        config = ("selection", codec.dtype)
+        while True:
+            profile = self.capped_profile(device, config)
+            plan = plan_selection(profile, codec, rows, row_len, nranks, policy)
+            key = (device.int_ptr, "selection", codec.dtype, plan.policy, plan.index_name,
+                   idx_bytes, values)
+            try:
+                return plan, self.built(key, lambda: RankSelect(self.programs, device, plan,
+                                                                codec, idx_bytes, values))
+            except WorkGroupLimitError as exc:
+                self.learn_cap(device, config, exc, plan.wg, 1,
+                               f"the selection of {codec.dtype} keys",
+                               policy is not None and policy.wg_size is not None)
