@@ -56,13 +56,13 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import attach_event, overlaps
+from ..core.arguments import attach_event, check_outputs
 from ..core.keys import key_codec
 from ..core.memory import checked_allocator
 from ..core.sizes import check_index_dtype
 from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
-from .api import (AxisError, _c_contiguous, _c_strides, _check_queue_of, _context, _gather_for,
+from .api import (AxisError, _c_contiguous, _c_strides, _checked_input, _context, _gather_for,
                   _host_result, _result, _temp, _to_device, argsort, selector_for, sort,
                   sorter_for)
 from .sorter import _events
@@ -281,7 +281,7 @@ def _check_kind_order(kind, order):
 def _split(a, kth, axis, want_keys, out, index_dtype, allocator, queue, wait_for, policy,
            what):
     """partition (want_keys) or argpartition of a device Array."""
-    queue = _check_queue_of(a, queue)
+    queue = _checked_input(a, queue)
     codec = key_codec(a.dtype)
     axes = _one_axis(axis, a.ndim) if a.ndim else None
     lay = _Rows(a, axes)
@@ -290,12 +290,10 @@ def _split(a, kth, axis, want_keys, out, index_dtype, allocator, queue, wait_for
         idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
                                       max(lay.row_len, 1))
     res_dtype = a.dtype if want_keys else idx_dtype
-    if out is not None and (out is a or (isinstance(out, cl_array.Array) and overlaps(a, out))):
-        raise ValueError(f"{what} overlaps the input array: pass a separate array (the split "
-                         f"writes keys while it reads others)")
     res_shape = (lay.row_len,) if axes is None else lay.shape
     if lay.rows == 0 or lay.row_len == 0:   # numpy checks no kth on an empty array
-        res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter, a)
+        res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter)
+        check_outputs([(what, res)], [("the input array", a)])
         replaced = list(res.events)
         evt = cl.enqueue_marker(queue, wait_for=(_events(wait_for) + replaced) or None)
         attach_event(res, evt, replaced)
@@ -307,7 +305,9 @@ def _split(a, kth, axis, want_keys, out, index_dtype, allocator, queue, wait_for
             return sort(a, axis, out=out, allocator=allocator, queue=queue, wait_for=wait_for)
         return argsort(a, axis, index_dtype=res_dtype, out=out, allocator=allocator,
                        queue=queue, wait_for=wait_for)
-    res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter, a)
+    res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter)
+    # the split writes keys while it reads others: no output may share the input's bytes
+    check_outputs([(what, res)], [("the input array", a)])
     replaced_r = list(res.events)
     wait = _events(wait_for) + replaced_r
     restore = axes is not None and lay.perm != list(range(a.ndim))
@@ -414,7 +414,7 @@ def kthvalue(a: Any, k: int, axis: Optional[int] = -1, keepdims: bool = False, *
 
 
 def _kthvalue(a, k, axis, keepdims, index_dtype, outs, allocator, queue, wait_for, policy):
-    queue = _check_queue_of(a, queue)
+    queue = _checked_input(a, queue)
     codec = key_codec(a.dtype)
     axes = _one_axis(axis, a.ndim) if a.ndim else None
     lay = _Rows(a, axes)
@@ -425,11 +425,10 @@ def _kthvalue(a, k, axis, keepdims, index_dtype, outs, allocator, queue, wait_fo
     idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
                                   lay.row_len)
     shape = lay.reduced_shape(keepdims)
-    values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter, a)
-    indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator, sorter,
-                      a)
-    if values is indices or overlaps(values, indices):
-        raise ValueError("out: the values and indices arrays overlap: pass separate arrays")
+    values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter)
+    indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator, sorter)
+    check_outputs([("out[0] (values)", values), ("out[1] (indices)", indices)],
+                  [("the input array", a)])
     replaced_v, replaced_i = list(values.events), list(indices.events)
     wait = _events(wait_for) + replaced_v + replaced_i
     if lay.rows == 0:
@@ -519,7 +518,7 @@ def _check_q(q, fn):
 def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, wait_for,
             policy):
     """median (q None) or quantiles of a device Array; the result Array."""
-    queue = _check_queue_of(a, queue)
+    queue = _checked_input(a, queue)
     codec = key_codec(a.dtype)
     if not isinstance(keepdims, (bool, np.bool_)):
         raise TypeError(f"keepdims must be a bool, got {type(keepdims).__name__}")
@@ -543,7 +542,8 @@ def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, w
                         f"(cl_khr_fp64): use a device with double precision")
     sorter = sorter_for(_context(a))
     shape = tuple(qshape) + lay.reduced_shape(keepdims)
-    res = _result(out, queue, res_dtype, shape, "out", allocator, sorter, a)
+    res = _result(out, queue, res_dtype, shape, "out", allocator, sorter)
+    check_outputs([("out", res)], [("the input array", a)])
     replaced = list(res.events)
     wait = _events(wait_for) + replaced
     nq = 1 if median_ else len(qs)
