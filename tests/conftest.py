@@ -66,6 +66,23 @@ def _test_devices():
 
 _DEVICES = _test_devices()
 
+# The key types that stand for every other one where PoCL runs a GPU-shaped work-group route
+# (barriers, local memory; each key type is a program of its own that PoCL compiles for tens of
+# seconds on two cores): every width (1, 2, 4, 8 bytes) and every key transform (unsigned,
+# signed, float) appears. The CPUs' own routes, Intel's CPU runtime (CI runs the same files
+# there) and GPUs still test every key type on these routes.
+POCL_ROUTE_DTYPES = frozenset(np.dtype(d) for d in ("uint8", "int16", "float16", "uint32",
+                                                     "float32", "int64", "float64"))
+
+
+def skip_route_dtype_on_pocl(ctx, dtype):
+    """Skip ``dtype`` on a GPU-shaped route of the PoCL device unless it is one of
+    :data:`POCL_ROUTE_DTYPES`."""
+    if "portable computing language" in ctx.devices[0].platform.name.lower() \
+            and np.dtype(dtype) not in POCL_ROUTE_DTYPES:
+        pytest.skip(f"{np.dtype(dtype)} on PoCL's work-group route: its width and transform are "
+                    f"tested by POCL_ROUTE_DTYPES; every key type runs on Intel's runtime")
+
 
 @pytest.fixture(scope="session", params=_DEVICES, ids=lambda d: d.name.strip()[:40])
 def ctx(request):
