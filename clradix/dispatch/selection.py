@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 import sys
 import threading
 import warnings
@@ -62,7 +61,7 @@ from ..core.memory import checked_allocator
 from ..core.sizes import check_index_dtype
 from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
-from .api import (AxisError, _c_contiguous, _c_strides, _checked_input, _context, _gather_for,
+from .api import (_axis, _c_contiguous, _c_strides, _checked_input, _context, _gather_for,
                   _host_result, _result, _temp, _to_device, argsort, selector_for, sort,
                   sorter_for)
 from .sorter import _events
@@ -177,18 +176,9 @@ def _reduce_axes(axis, ndim):
 
 
 def _one_axis(axis, ndim):
-    """A single axis, normalized (None stays None: the flattened array)."""
-    if axis is None:
-        return None
-    if isinstance(axis, (bool, np.bool_)):
-        raise TypeError(f"axis must be an integer or None, got {type(axis).__name__}")
-    try:
-        ax = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"axis must be an integer or None, got {type(axis).__name__}") from None
-    if not -ndim <= ax < ndim:
-        raise AxisError(f"axis {ax} is out of bounds for array of dimension {ndim}")
-    return (ax % ndim,)
+    """A single axis, normalized, as a 1-tuple (None stays None: the flattened array)."""
+    ax = _axis(axis, ndim)
+    return None if ax is None else (ax,)
 
 
 # ------------------------------------------------------------------ running a selection
