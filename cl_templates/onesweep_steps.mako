@@ -103,7 +103,7 @@ ${unroll}
     }
 </%def>\
 /* load: subgroup w holds keys [w*SG*IPT, (w+1)*SG*IPT) of the tile, lane-striped (coalesced);
-   k[i] holds its key in the tile's form (tile_key: a float key's order_bits) until the
+   k[i] holds its key in the tile's form (tile_key: a floating-point key's order_bits) until the
    write, and dig[i] its digit, PAD_DIGIT for padding. `exact`: the pass's keys hold
    no -0.0 and no NaN (os_histogram counted them), so the bits' digit is the order key's. */
 static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],

@@ -77,6 +77,10 @@ def test_local_memory_budget_holds_every_kernel(planned):
             else:
                 budget = policy.local_bytes(kb, driver.index_bytes, VALUE_BYTES[driver.value_t])
             used = {k: v for k, v in kernels.items() if k in b.kernels}
+            if not used and b.template == "onesweep.cl.mako":
+                # under a register cap os_histogram and os_bins are a program of their own,
+                # and they declare no local memory
+                continue
             assert used and max(used.values()) <= budget, (config, used, budget)
             checked += 1
     assert checked > 1000
