@@ -50,7 +50,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(typing|collections\.abc|threading|logging|concurrent\.futures)\..*"),
     (r"py:class", r"(optional|callable|sequence|array-like|array_like|default .*)"),
     # the type variable of the generic result tuples (numpy arrays or pyopencl Arrays)
-    (r"py:.*", r"(clradix\.dispatch\.(api|unique)\.)?_A"),
+    (r"py:.*", r"(clradix\.dispatch\.(api|unique|selection)\.)?_A"),
 ]
 
 html_theme = "alabaster"
