@@ -21,10 +21,16 @@
    handles tiles g, g + groups_per_row, ... The first two passes, which read whole rows, have
    kernels of their own with p a constant: their per-key work folds to a few instructions, and
    pass 0, which has no output, only counts (no per-tile barrier). Every argument but the last
-   is the same for every pass of a call. */
+   is the same for every pass of a call.
+
+   The program of a local sort size (sort_size, which follows k) holds only the kernels that sort
+   in local memory, topk_single and topk_sort_rows (passes false); the selection's other kernels
+   come from the program rendered with sort_size 0 (passes true), whose kernels do not depend on
+   k: a new k builds only the two sorting kernels. */
 <%namespace name="common" file="common.mako"/>
 <%namespace name="steps" file="radix_select_steps.mako"/>
 ${steps.prelude()}
+% if passes:
 
 __kernel void topk_init(__global uchar* temp, ulong state_off, ulong hist_off, ulong counters_off,
                         uint rows, INDEX_T k, INDEX_T row_len, ulong sync_off)
@@ -48,6 +54,7 @@ __kernel void topk_init(__global uchar* temp, ulong state_off, ulong hist_off, u
             AT(uint, sync_off)[0] = 0;
     }
 }
+% endif
 
 /* An element by its digit p - 1 against the pivot: 1 among the k, 2 a candidate to write, 0
    neither (above the pivot, decided earlier, invalid, or a candidate not written). Candidates are
@@ -180,6 +187,7 @@ STEP bool hand_on_skipped(row_state st, __global row_state* state_next,
     return true;
 }
 % endif
+% if passes:
 
 /* Pass 0: counts digit 0 of the row; nothing is taken or written. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -369,6 +377,7 @@ ${steps.pass_locals("loc")}
     finish_pass(st, p, pos_bits, groups_per_row, io, state_next, ready, loc, lid);
 }
 % endif
+% endif
 % if sort_size:
 
 ${common.bitonic_sort_fn("bitonic_sort_pairs", "KEY_T", tie_t="OUT_INDEX_T", carry_t="KEY_T")}
@@ -513,6 +522,7 @@ void topk_single(const __global KEY_T* restrict keys, ulong keys_off, INDEX_T ro
     }
 % endif
 }
+% if passes:
 
 /* The global-sort route (sorted=True, k above the local sort): the row of each selected element
    from its index in the whole batch, then the keys and row positions gathered by that index. */
@@ -536,3 +546,4 @@ __kernel void topk_gather(const __global KEY_T* restrict keys, ulong keys_off,
         out_idx[out_idx_off + i] = (IDX_T)(g % row_len);
     }
 }
+% endif

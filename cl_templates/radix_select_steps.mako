@@ -8,9 +8,10 @@
 ## from the rendered source), and pass_locals(name), a pass kernel's local arrays (OpenCL C
 ## declares them at a kernel's scope).
 ##
-## Parameters (both programs take the same): key codec (key_kind, key_bits, key_t, key_inf_bits),
-## index_t, out_index_t, idx_t, wg, ipt, sort_size, sample, digit_bits, state_bytes, ptx,
-## skip_idle_tiles, fused; prelude()'s comment says what each means.
+## Parameters (both programs take them; radix_select.cl.mako also takes passes, its header says
+## why): key codec (key_kind, key_bits, key_t, key_inf_bits), index_t, out_index_t, idx_t, wg,
+## ipt, sort_size, sample, digit_bits, state_bytes, ptx, skip_idle_tiles, fused; prelude()'s
+## comment says what each means.
 <%namespace name="common" file="common.mako"/>
 
 <%def name="prelude()">

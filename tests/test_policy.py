@@ -242,9 +242,9 @@ def test_repeated_calls_plan_once_until_the_profile_changes(ctx, queue, rng, mon
 
 
 def test_nvidia_register_cap():
-    """NVIDIA: the separate onesweep passes of keys of up to 4 bytes are built under a register
-    cap (64 at 256 x 28 for keys alone, 80 at 256 x 20 with values, 64 for 64-bit keys:
-    NVIDIA_PASS_TILES), rendered without reqd_work_group_size (which makes NVIDIA's compiler
+    """NVIDIA: the separate onesweep passes are built under a register cap (56 at 384 x 24 for
+    integer keys of up to 4 bytes, 56 at 384 x 20 for float keys, 64 at 512 x 12 with values, 64
+    at 256 x 16 for 64-bit keys: NVIDIA_PASS_TILES), rendered without reqd_work_group_size (which makes NVIDIA's compiler
     ignore the cap); the one-launch sorts, other vendors and a chosen max_registers are left
     alone."""
     from clradix.drivers.onesweep import capped_registers
@@ -253,7 +253,9 @@ def test_nvidia_register_cap():
     for dtype in (np.uint32, np.float32, np.int16, np.uint8):
         for values in (None, 4, 8):
             pol = plan_sort(nv, key_codec(dtype), values, 2 ** 28)
-            want = (256, 20, 80) if values else (256, 28, 64)
+            floats = np.dtype(dtype).kind == "f"
+            want = ((512, 12 if values == 4 else 9, 64) if values
+                    else (384, 20, 56) if floats else (384, 24, 56))
             assert (pol.wg_size, pol.items_per_thread, pol.max_registers) == want, (dtype, values,
                                                                                    pol)
             assert capped_registers(pol, nv), (dtype, values)

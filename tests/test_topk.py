@@ -399,6 +399,30 @@ def test_threshold_plans():
         plan_topk(gpu, f32, 1, 1 << 28, 1000, True, sample_min_row=-1)
 
 
+def test_a_new_k_builds_only_the_sorting_kernels(ctx, queue):
+    """The local sort's size follows k (a power of two), and only topk_single and topk_sort_rows
+    depend on it: every k shares one program of the selection's passes (and one of the threshold
+    pass), and a program of a sort size holds the two sorting kernels alone (a compiler that
+    builds every kernel of a program builds nothing more for a new k)."""
+    sel = selector(ctx, "passes", sample_size=512, sample_min_row=0)
+    codec, n = key_codec(np.float32), THRESHOLD_ROW + 5
+    made = {k: sel.planner.topk_driver(queue.device, codec, 3, n, k, True) for k in (1, 7, 10, 100)}
+    assert [made[k][0].sort_size for k in (1, 7, 10, 100)] == [0, 32, 32, 128]
+    assert all(made[k][0].sample == 512 for k in made)
+
+    def program(k, kernel):
+        return made[k][1].kernels[kernel].program.int_ptr
+    for kernel in ("topk_init", "topk_pass_0", "topk_pass_1", "topk_pass"):
+        assert program(1, kernel) == program(7, kernel) == program(100, kernel), kernel
+    assert program(1, "topk_pass_t") == program(100, "topk_pass_t")
+    assert program(7, "topk_sort_rows") == program(10, "topk_sort_rows") != \
+        program(100, "topk_sort_rows")
+    assert program(7, "topk_single") != program(1, "topk_single")
+    for k in (7, 100):
+        names = made[k][1].kernels["topk_sort_rows"].program.get_info(cl.program_info.KERNEL_NAMES)
+        assert set(names.split(";")) == {"topk_single", "topk_sort_rows"}, (k, names)
+
+
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64], ids=str)
 def test_rows(ctx, queue, rng, dtype, path):

@@ -120,3 +120,20 @@ def test_no_valid_policy_within_the_limit(ctx, queue, rng, monkeypatch):
         with pytest.raises(PolicyError, match="at most 16 work-items.*no valid policy fits"):
             sorter.sort(queue, d_keys)
     np.testing.assert_array_equal(d_keys.get(), keys)
+
+
+def test_register_cap_gives_the_real_limit():
+    """NVIDIA reports CL_KERNEL_WORK_GROUP_SIZE 256 for any kernel that does not state its size;
+    a kernel under -cl-nv-maxrregcount=N runs the register file over N work-items (whole warps,
+    at most the device's largest group). Without a cap, or on a device without NVIDIA's
+    attributes, the report stands."""
+    from types import SimpleNamespace
+
+    from clradix.core.limits import capped_wg_limit
+    nv = SimpleNamespace(registers_per_block_nv=65536, warp_size_nv=32, max_work_group_size=1024)
+    assert capped_wg_limit(nv, ["-cl-nv-maxrregcount=56"]) == 1024
+    assert capped_wg_limit(nv, ["-cl-nv-maxrregcount=80"]) == 800
+    assert capped_wg_limit(nv, ["-cl-nv-maxrregcount=255"]) == 256
+    assert capped_wg_limit(nv, ["-cl-fast-relaxed-math"]) is None
+    other = SimpleNamespace(max_work_group_size=4096)
+    assert capped_wg_limit(other, ["-cl-nv-maxrregcount=64"]) is None

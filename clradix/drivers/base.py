@@ -51,8 +51,9 @@ class Driver:
             for name in build.kernels + build.other_kernels:
                 self._programs[name] = program
                 self._declarations[name] = decls[name]
-            checked.update((name, cl.Kernel(program, name)) for name in build.kernels)
-        check_work_groups(checked, device, wg_size, profile.describe())
+            kernels = {name: cl.Kernel(program, name) for name in build.kernels}
+            check_work_groups(kernels, device, wg_size, profile.describe(), build.options)
+            checked.update(kernels)
         self.kernels = checked
         self._slots = {(name, 0): KernelSlot(knl) for name, knl in checked.items()}
 

@@ -67,13 +67,23 @@ class RadixSelect(Driver):
                       ptx=plan.profile.has_ptx,
                       skip_idle_tiles=plan.profile.is_gpu, fused=plan.fused)
         # pass 0, pass 1 (their own kernels, p a constant) and every later pass (p its last
-        # argument); the threshold pass (plan.sample) is a program of its own
-        select = ("topk_init", "topk_pass_0", "topk_pass_1", "topk_pass", "topk_single")
-        select += ("topk_sort_rows",) if plan.sort_size else ()
+        # argument), from the program of sort size 0, whose kernels do not depend on k: each
+        # local sort size (a power of two from k) is a program of the two kernels that sort in
+        # local memory alone, so a new k builds only them; the threshold pass (plan.sample) is
+        # a program of its own, which does not sort either
+        select = ("topk_init", "topk_pass_0", "topk_pass_1", "topk_pass")
         select += ("topk_fused",) if plan.fused else ()
-        builds = [Build(self.template, params, (), select, ("topk_row_of", "topk_gather"))]
+        unsorted = dict(params, sort_size=0)
+        gather = ("topk_row_of", "topk_gather")
+        if plan.sort_size:
+            builds = [Build(self.template, dict(unsorted, passes=True), (), select, gather),
+                      Build(self.template, dict(params, passes=False), (),
+                            ("topk_single", "topk_sort_rows"))]
+        else:
+            builds = [Build(self.template, dict(unsorted, passes=True), (),
+                            select + ("topk_single",), gather)]
         if plan.sample:
-            builds.append(Build(self.threshold_template, params, (),
+            builds.append(Build(self.threshold_template, unsorted, (),
                                 ("topk_pass_t", "topk_sample")))
         super().__init__(programs, device, plan.profile, plan.wg, builds)
 

@@ -87,26 +87,30 @@ NVIDIA_FUSED_MAX = 1 << 21
 
 # NVIDIA, onesweep in separate launches (beyond NVIDIA_FUSED_MAX): the pass's work-group, tile
 # (items per work-item) and register cap (-cl-nv-maxrregcount; 0: the compiler's choice) by key
-# width and whether values travel with the keys. A capped pass is a program of its own, without
-# reqd_work_group_size (which would make the compiler ignore the cap); os_histogram and os_bins
+# width, whether the keys are floating-point and whether values travel with them. A capped pass
+# is a program of its own, without reqd_work_group_size (which would make the compiler ignore the
+# cap; core/limits.py, capped_wg_limit, says what such a kernel can run); os_histogram and os_bins
 # are built beside it without the cap, 256 work-items a group (drivers/onesweep.py, builds), so
-# the pass may take any multiple of 32 work-items. Larger tiles pay: the tile's fixed costs (its
-# id, the claim, the barriers, the look-back's round trips) weigh more than residency, spills
-# included (BENCHMARKS.md, "Large sorts at CUB's speed" and "Float keys in their order's form":
-# every entry here spills a little, and each was faster than the shapes tried without spills).
-# 64-bit keys under 64 registers: four work-groups a multiprocessor instead of three. 64-bit keys
-# with values keep the tile that local memory allows.
+# the pass may take any multiple of 32 work-items. Each entry is the fastest of the shapes timed
+# side by side with CUB (BENCHMARKS.md, "The onesweep pass's shape"): the fixed costs of a tile
+# (its id, the claim, the barriers, the look-back's round trips) weigh more than a few spilled
+# registers, and spill-free shapes (512 x 15 for 32-bit keys, 512 x 10 for 64-bit ones) were
+# slower. Float keys hold more values live (the order transform), so their tile is smaller.
 NVIDIA_PASS_TILES = {
-    (4, False): (256, 28, 64),   # keys of up to 4 bytes
-    (4, True): (256, 20, 80),    # ... with values (argsort's indices are values)
-    (8, False): (256, 16, 64),   # 64-bit keys
+    (4, False, False): (384, 24, 56),   # integer keys of up to 4 bytes
+    (4, False, True): (384, 20, 56),    # floating-point keys of up to 4 bytes
+    (4, True, False): (512, 12, 64),    # ... with values (argsort's indices are values)
+    (4, True, True): (512, 12, 64),
+    (8, False, False): (256, 16, 64),   # 64-bit keys
+    (8, False, True): (256, 16, 64),
 }
 
 
-def nvidia_pass_tile(key_bytes, value_bytes):
+def nvidia_pass_tile(key_bytes, value_bytes, float_keys):
     """(wg_size, items_per_thread, max_registers) of NVIDIA's onesweep passes, or None: the
     defaults."""
-    return NVIDIA_PASS_TILES.get((4 if key_bytes <= 4 else key_bytes, bool(value_bytes)))
+    return NVIDIA_PASS_TILES.get((4 if key_bytes <= 4 else key_bytes, bool(value_bytes),
+                                  bool(float_keys)))
 
 
 def hybrid_entry(profile, key_bytes):

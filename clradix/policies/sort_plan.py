@@ -80,7 +80,7 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if (nvidia_onesweep and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
         policy = replace(policy, fused_passes=True)
-    tile = nvidia_pass_tile(kb, vb) if nvidia_onesweep and not policy.fused_passes else None
+    tile = nvidia_pass_tile(kb, vb, codec.kind == "float") if nvidia_onesweep and not policy.fused_passes else None
     if tile:
         wg, ipt, cap = tile
         if "wg_size" not in fields:
