@@ -16,7 +16,7 @@ from clradix.policies.sort import SortPolicy
 from clradix.policies.sort_plan import plan_sort
 from clradix.core.render import KernelBuildError
 
-from conftest import check_sort
+from conftest import check_sort, on_pocl
 from data import float_specials
 
 
@@ -103,11 +103,19 @@ def test_autotune_small_run_saves_a_correct_winner(ctx, cache, monkeypatch):
 
 
 def test_every_candidate_policy_sorts(ctx, queue, rng):
-    """Every policy the planner or the autotuner can choose on this device sorts exactly."""
+    """Every policy the planner or the autotuner can choose on this device sorts exactly. On
+    PoCL, where each GPU-shaped candidate is a program that takes seconds to compile, one
+    candidate per algorithm and digit width of those (the others differ in work-group size and
+    items per work-item, which the sort tests vary) and every CPU one; CI runs this file on
+    Intel's CPU runtime too, every candidate."""
     prof = DeviceProfile.from_device(ctx.devices[0])
     keys = float_specials(rng, np.float32, 3001)
-    seen = 0
+    seen, shapes = 0, set()
     for pol in autotune.candidates(prof, np.float32, 3001):
+        shape = (pol.algorithm, pol.radix_bits)
+        if on_pocl(ctx) and pol.algorithm != "chunks" and shape in shapes:
+            continue
+        shapes.add(shape)
         fields = {k: v for k, v in pol.__dict__.items()}
         check_sort(queue, clradix.Sorter(ctx, **fields), keys, "pairs", what=str(pol))
         seen += 1
