@@ -28,20 +28,17 @@ class CommandLineError(Exception):
 
 
 def _pick_device(spec):
-    from .core.device import all_devices, default_device
+    from .core.device import default_device, device_listing, matching_devices
     if spec is None:
         try:
             return default_device()
-        except RuntimeError as exc:  # no usable device
+        except RuntimeError as exc:  # no usable device, or CLRADIX_DEVICE matching none
             raise CommandLineError(str(exc)) from None
-    devices = all_devices()
-    if spec.isdigit() and int(spec) < len(devices):
-        return devices[int(spec)]
-    for d in devices:
-        if spec.lower() in f"{d.platform.name} {d.name}".lower():
-            return d
-    raise CommandLineError(f"no OpenCL device matches {spec!r}; `python -m clradix info` lists "
-                           f"them")
+    found = matching_devices(spec)
+    if not found:
+        raise CommandLineError(f"no OpenCL device that builds kernels matches {spec!r}; found: "
+                               f"{device_listing()}")
+    return found[0]
 
 
 # ---------------------------------------------------------------- argument types (argparse type=)

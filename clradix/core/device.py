@@ -140,13 +140,59 @@ def all_devices():
     return [d for p in platforms for d in p.get_devices()]
 
 
-def default_device():
-    """The device clradix uses when the caller names none.
+#: the environment variable naming the default device: an index in all_devices() or a name
+#: substring (matching_devices)
+DEVICE_ENV = "CLRADIX_DEVICE"
 
-    ``PYOPENCL_CTX`` is honoured as pyopencl does; otherwise the first GPU that builds kernels,
-    else the first other device that builds kernels (PoCL on the CPU on a machine without a GPU).
-    """
+
+def device_label(d):
+    """What a device spec's substring is matched against: "platform name device name" (and
+    "PoCL" for the Portable Computing Language platform)."""
+    plat = d.platform.name.strip()
+    short = " PoCL" if plat == "Portable Computing Language" else ""
+    return f"{plat}{short} {d.name.strip()}"
+
+
+def device_listing():
+    """Every device, numbered as all_devices() numbers them, for error messages."""
+    devices = all_devices()
+    if not devices:
+        return "no OpenCL platform at all (no driver installed, or none its ICD loader finds)"
+    return "; ".join(f"{i}: {d.platform.name.strip()} / {d.name.strip()}"
+                     f"{'' if can_build(d) else ' (cannot build kernels)'}"
+                     for i, d in enumerate(devices))
+
+
+def matching_devices(spec):
+    """The devices that build kernels and match ``spec`` (an index in all_devices(), or a
+    case-insensitive substring of device_label: "nvidia", "pocl", "intel", a device's name), in
+    platform order. The one reading of a device spec: CLRADIX_DEVICE, the command line's
+    --device and clradix.dask's workers."""
+    devices = all_devices()
+    spec = str(spec).strip()
+    if spec.isdigit():
+        picked = [devices[int(spec)]] if int(spec) < len(devices) else []
+    else:
+        picked = [d for d in devices if spec.lower() in device_label(d).lower()]
+    return [d for d in picked if can_build(d)]
+
+
+def default_device():
+    """The device clradix uses when the caller names none: the first match of ``CLRADIX_DEVICE``
+    (an index in ``python -m clradix info``'s list or a name substring) when it is set, else
+    ``PYOPENCL_CTX`` as pyopencl reads it, else the first GPU that builds kernels, else the first
+    other device that does (PoCL on the CPU on a machine without a GPU). A ``CLRADIX_DEVICE`` that
+    matches nothing is a RuntimeError naming it and listing the devices (never another device
+    silently)."""
     import os
+    spec = os.environ.get(DEVICE_ENV, "").strip()
+    if spec:
+        found = matching_devices(spec)
+        if not found:
+            raise RuntimeError(f"{DEVICE_ENV}={spec!r} matches no OpenCL device that builds "
+                               f"kernels; found: {device_listing()} (set it to an index or a "
+                               f"name substring of one of them, or unset it)")
+        return found[0]
     if os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False).devices[0]
     devices = all_devices()

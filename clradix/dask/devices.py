@@ -41,12 +41,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..core.device import all_devices, can_build, default_device
+from ..core.device import DEVICE_ENV, default_device, device_listing, matching_devices
 from ..dispatch.selector import Selector
 from ..dispatch.sorter import Sorter
 from .memory import HostCopies
 
-ENV = "CLRADIX_DEVICE"
+ENV = DEVICE_ENV
 
 
 class NoDeviceError(RuntimeError):
@@ -119,33 +119,12 @@ def who() -> str:
 
 
 def _listing() -> str:
-    devices = all_devices()
-    if not devices:
-        return "no OpenCL platform at all (no driver installed, or none its ICD loader finds)"
-    return "; ".join(f"{i}: {d.platform.name.strip()} / {d.name.strip()}"
-                     f"{'' if can_build(d) else ' (cannot build kernels)'}"
-                     for i, d in enumerate(devices))
+    return device_listing()
 
 
 def matching(spec: str) -> list:
-    """The devices that build kernels and match ``spec`` (an index in all_devices(), or a
-    case-insensitive substring of "platform name device name"; "pocl" names PoCL's platform),
-    in platform order."""
-    devices = all_devices()
-    spec = str(spec).strip()
-    if spec.isdigit():
-        picked = [devices[int(spec)]] if int(spec) < len(devices) else []
-    else:
-        picked = [d for d in devices if spec.lower() in _label(d).lower()]
-    return [d for d in picked if can_build(d)]
-
-
-def _label(d) -> str:
-    """What a spec substring is matched against: "platform name device name" (and PoCL's short
-    name)."""
-    plat = d.platform.name.strip()
-    short = " PoCL" if plat == "Portable Computing Language" else ""
-    return f"{plat}{short} {d.name.strip()}"
+    """The devices that build kernels and match ``spec`` (core.device.matching_devices)."""
+    return matching_devices(spec)
 
 
 def select_device(spec: Optional[str] = None, slot: int = 0) -> cl.Device:
