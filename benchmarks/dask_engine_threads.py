@@ -51,9 +51,11 @@ def main(argv=None):
     splitters = (sample[np.arange(1, parts) * sample.size // parts],
                  np.arange(1, parts) * (n // parts))
     for pool in args.pools.split(","):
-        os.environ["CLRADIX_DASK_DEVICE_POOL"] = pool
         devices._forget()
         devs = devices.use_devices(args.device, count=args.devices)
+        if pool == "0":   # each buffer allocated and released (the pool's counterfactual)
+            for dev in devs:
+                dev.copies.allocator = None
         eng = engines.DeviceEngine()
         groups = len(devs)
         bounds = [g * parts // groups for g in range(groups + 1)]

@@ -4,7 +4,7 @@ Steps: the planner's uint32 sort at 2^log2n with the peers and a per-kernel brea
 ``--check`` every algorithm and ranking back-end the device has against numpy (sizes 1 to
 3,000,001, six dtypes, both directions, key-value and argsort); ``--types`` float32, uint64,
 u32+u32 pairs, argsort and reduce-then-scan at 2^log2n; ``--variants`` policies (onesweep's wg x
-items per thread, or another algorithm such as the hybrid sort) at ``--variant-sizes``, on
+items per thread, or another algorithm such as reduce-then-scan) at ``--variant-sizes``, on
 ``--variant-dists`` keys, with ``--variant-peers`` CuPy and torch on the same keys; ``--sweep``
 2^10 to 2^log2n; ``--only T`` just dtype T; ``--ptxinfo`` registers
 and spills of the onesweep pass (NVIDIA only). ``--quick``: every step but --ptxinfo, 2^16 keys,
@@ -59,8 +59,8 @@ def add_arguments(ap):
     ap.add_argument("--variants", default="",
                     help="policies, comma list: [ALGORITHM:][WGxIPT][:field=value...], the "
                          "algorithm onesweep when not named (256x16, 512x8:ring_slots=2048; "
-                         "256xauto: the planner's items per thread; hybrid, "
-                         "hybrid:128x33:blocks_per_cu=16; planner: the planner's own choice)")
+                         "256xauto: the planner's items per thread; reduce_then_scan, "
+                         "reduce_then_scan:256x8; planner: the planner's own choice)")
     ap.add_argument("--variant-sizes", default="",
                     help="log2 sizes of the --variants cases, comma list (default: --log2n)")
     ap.add_argument("--variant-dists", default="uniform",
@@ -103,8 +103,6 @@ def check_configs(prof, quick):
         "onesweep-4bit": dict(algorithm="onesweep", radix_bits=4),
         "onesweep-2bit": dict(algorithm="onesweep", radix_bits=2),
         "rts": dict(algorithm="reduce_then_scan"),
-        "hybrid": dict(algorithm="hybrid"),
-        "hybrid-small-buckets": dict(algorithm="hybrid", local_max=64),
     })
     out = {name: (kw, sizes + ([] if "fallback" in name else big)) for name, kw in configs.items()}
     out["single_wg"] = (dict(algorithm="single_wg"), [1, 2, 255, 1000] + ([] if quick else
@@ -225,8 +223,6 @@ class GpuRun:
         passes = -(-kb * 8 // policy.radix_bits)
         moved = nn * (kb + passes * 2 * (kb + vb))
         floor = self.copy_tbps or H200_COPY_TBPS
-        if policy.algorithm == "hybrid":
-            moved = 0   # (the bytes a hybrid sort moves depend on the keys: BENCHMARKS_NOTES)
         self.out.record(self.where, "clradix", label, dtype, nn, t, ok=ok, policy=str(policy),
                         note=f"{policy.algorithm}/{policy.radix_bits}b/{policy.wg_size}x"
                              f"{policy.items_per_thread}/{policy.ranking}",
@@ -293,7 +289,7 @@ class GpuRun:
 
 
 def _variant(spec):
-    """"256x16", "256x16:ring_slots=65536:radix_bits=4", "hybrid", "hybrid:128x33:local_max=4000"
+    """"256x16", "256x16:ring_slots=65536:radix_bits=4", "reduce_then_scan:256x8"
     or "planner" -> Sorter keywords (the algorithm onesweep unless named; "256xauto": the
     planner's items per thread, the most that fit local memory for the key and value)."""
     parts = spec.split(":")

@@ -1,5 +1,4 @@
-## The steps that the segmented sort (segmented.cl.mako) and the hybrid sort (hybrid.cl.mako)
-## compile: a tile of keys ranked by an 8-bit digit in local memory, stably, with subgroup match
+## The steps that the segmented sort (segmented.cl.mako) compiles: a tile of keys ranked by an 8-bit digit in local memory, stably, with subgroup match
 ## masks (common.mako's rank_rounds). A Mako library of defs that emit C and read the program's
 ## template parameters (key codec, wg, ipt, value_t, index_t, backend, sg_size) from the render's
 ## context; each program imports it with

@@ -45,8 +45,6 @@ def candidates(profile, dtype, n):
         for rb in (8, 11):
             for bpc in (2, 4, 8):
                 out.append(replace(DEFAULTS["cpu-chunks"], radix_bits=rb, blocks_per_cu=bpc))
-    if profile.is_gpu:   # the hybrid sort (most-significant digits first), the planner's tile
-        out.append(plan_sort(profile, codec, None, n, algorithm="hybrid"))
     small = plan_sort(profile, codec, None, 1)
     if small.algorithm == "single_wg" and n <= small.tile:
         out.append(small)

@@ -105,8 +105,7 @@ SORT_OVERRIDES = (
      {"algorithm": "reduce_then_scan", "fused_scan": True}, {"algorithm": "single_wg"},
      {"algorithm": "single_wg", "radix_bits": 8}, {"algorithm": "onesweep", "fused_passes": True},
      {"algorithm": "onesweep", "fused_passes": False}, {"algorithm": "onesweep", "radix_bits": 4},
-     {"algorithm": "onesweep", "force_fallback": True}, {"algorithm": "chunks"},
-     {"algorithm": "hybrid"}, {"algorithm": "hybrid", "ranking": "local"}]
+     {"algorithm": "onesweep", "force_fallback": True}, {"algorithm": "chunks"}]
     + [{"algorithm": "onesweep", "ranking": r} for r in ("local", "ptx", "khr", "intel")]
     + [{"algorithm": "single_wg", "radix_bits": 8, "ranking": r} for r in ("local", "khr", "intel")]
 )
@@ -178,8 +177,7 @@ def configurations():
                         f"-{pol.radix_bits}b-{pol.wg_size}x{pol.items_per_thread}"
                         f"-{pol.ranking}{'-fused' if pol.fused_passes else ''}"
                         f"{'-fscan' if pol.fused_scan else ''}"
-                        f"{'-fallback' if pol.force_fallback else ''}-r{pol.ring_slots}"
-                        f"{f'-cap{pol.local_max}' if pol.local_max else ''}")
+                        f"{'-fallback' if pol.force_fallback else ''}-r{pol.ring_slots}")
                 yield name, (lambda cls=cls, pol=pol, codec=codec, vb=vb, index_name=index_name,
                              index_np=index_np, device=device, profile=profile:
                              cls(None, device, profile, pol, codec, value_type_of(vb),

@@ -3,12 +3,10 @@ PoCL 3.0's work-item loops run it for every work-item of the work-group, or for 
 kernel is here; topk_fused had that shape (its last group's hand-off: the next pass's state,
 counter resets and ready word), and with several PoCL threads the repeated counter resets, made
 after the ready word, undid the next pass's counts: the waits that never ended
-(BENCHMARKS_NOTES.md, "topk_fused's waits on PoCL, found"); the hybrid sort's hy_scan had it too
-(a branch copying home children with no bit left, then work-item 0's planning of the runs: a
-bucket lost, BENCHMARKS_NOTES.md, "the hybrid sort on PoCL 3.0 with two threads"). The kernels
-keep the shape that every device runs as written: a branch's work-item 0 block before the
-branch's closing barrier, nothing after it (radix_select.cl.mako, finish_pass), or no branch
-holding a barrier before a work-item 0 block (hybrid.cl.mako, hy_scan's runs)."""
+(BENCHMARKS_NOTES.md, "topk_fused's waits on PoCL, found"); the hybrid sort, since removed, had
+it too (BENCHMARKS_NOTES.md, "the hybrid sort on PoCL 3.0 with two threads"). The kernels keep
+the shape that every device runs as written: a branch's work-item 0 block before the branch's
+closing barrier, nothing after it (radix_select.cl.mako, finish_pass)."""
 
 import numpy as np
 import pyopencl as cl

@@ -94,13 +94,6 @@ POLICIES = {
 SIZES = {"single_wg": 4 * WG - 27, "reduce_then_scan": 5 * TILE + 7, "onesweep": 5 * TILE + 5,
          "chunks": 5 * TILE + 9}
 
-# The hybrid sort: buckets of at most 8 keys in local memory, two 16-wide (emulated) subgroups,
-# blocks of a bucket at most 2 x compute units (two blocks for the first level): random keys take
-# two levels; keys equal but in their last bit skip constant digits and copy two buckets with no
-# bit left home. Argsorts descend.
-HYBRID = dict(algorithm="hybrid", wg_size=WG, items_per_thread=IPT, ranking="local", sg_size=16,
-              local_max=8, blocks_per_cu=2)
-
 
 class Grind:
     """An oclgrind context with the checkers of ``env``, its reports, and the Sorters built on it."""
@@ -339,11 +332,11 @@ def test_bit_ranges_and_no_bits(g, rng, algorithm):
     check_sort(g, sorter, keys, "argsort", begin_bit=5, end_bit=5)
 
 
-@pytest.mark.parametrize("algorithm", ["reduce_then_scan", "onesweep", "hybrid"])
+@pytest.mark.parametrize("algorithm", ["reduce_then_scan", "onesweep"])
 def test_64bit_offsets(g, rng, algorithm, monkeypatch):
     """The kernels with 64-bit indices and offsets (used from 2**31 keys on)."""
     monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
-    policy = HYBRID if algorithm == "hybrid" else POLICIES[algorithm]
+    policy = POLICIES[algorithm]
     sorter = clradix.Sorter(g.context, radix_bits=8, allocator=g.alloc, **policy)
     for mode in conftest.SORT_OPS:
         check_sort(g, sorter, float_specials(rng, np.float32, SIZES.get(algorithm, 5 * TILE + 3)),
@@ -392,17 +385,6 @@ def _last_bit(rng, dtype, n):
     u = np.full(n, u[0])
     one = u.dtype.type(1)
     return ((u & ~one) | (rng.integers(0, 2, n).astype(u.dtype) & one)).view(dtype)
-
-
-@pytest.mark.parametrize("mode", conftest.SORT_OPS)
-@pytest.mark.parametrize("dtype", [np.uint16, np.uint64, np.float64], ids=str)
-def test_hybrid(g, rng, dtype, mode):
-    sorter = g.sorter(**HYBRID)
-    descending = mode == "argsort"
-    check_sort(g, sorter, float_specials(rng, dtype, 9 * TILE + 5), mode,
-               descending=descending, rng=rng)
-    check_sort(g, sorter, _last_bit(rng, dtype, 2 * TILE + 1), mode, descending=descending,
-               rng=rng)
 
 
 def test_onesweep_ring_not_a_power_of_two(g_without_uninitialized, rng):

@@ -42,7 +42,6 @@ _SPLIT_MIN = 2 * SLICE_BYTES
 #: this; a free one serves any later lease of half its size or more (any lease, at this size)
 _GRAIN = 2 << 20
 PINNED_ENV = "CLRADIX_DASK_PINNED_MB"
-POOL_ENV = "CLRADIX_DASK_DEVICE_POOL"
 
 
 class DevicePool:
@@ -51,8 +50,7 @@ class DevicePool:
     freeing device memory does in CUDA), which stalls every other task thread's copies and
     kernels; pooled blocks are kept and reused instead. A block goes back to the pool when its
     array is freed, which the engine does only after the commands using it have completed (each
-    task waits for its own commands), so another thread's queue may reuse it at once.
-    ``CLRADIX_DASK_DEVICE_POOL=0`` allocates and releases each buffer instead."""
+    task waits for its own commands), so another thread's queue may reuse it at once."""
 
     def __init__(self, context: cl.Context) -> None:
         import pyopencl.tools as cl_tools
@@ -277,8 +275,7 @@ class HostCopies:
         self.pinned: Any = None if self.in_place else PinnedPool(context)
         self.staging: Any = None if self.in_place else Staging(context)
         #: the device memory of chunks and results (see DevicePool)
-        self.allocator: Any = None if self.in_place or os.environ.get(POOL_ENV) == "0" \
-            else DevicePool(context)
+        self.allocator: Any = None if self.in_place else DevicePool(context)
 
     def empty(self, queue: cl.CommandQueue, shape, dtype) -> cl_array.Array:
         """An uninitialised device array (from the device pool on a GPU)."""

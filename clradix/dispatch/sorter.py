@@ -35,8 +35,7 @@ class Sorter:
     """Stable radix sort and argsort of OpenCL buffers on one context.
 
     ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("onesweep",
-    "reduce_then_scan", "single_wg", "chunks", the CPUs' default, or "hybrid": most-significant
-    digits first, then buckets in local memory) and the other
+    "reduce_then_scan", "single_wg", "chunks", the CPUs' default) and the other
     :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``, ``ring_slots``,
     ``force_fallback``, ...) override the planner's policy, for tests and
     benchmarks; left as None, the planner chooses per device.
@@ -276,8 +275,7 @@ class Sorter:
         """Bytes of temporary memory ``sort`` allocates for ``n`` keys (and values).
 
         One ping-pong buffer of n keys (and one of n values), plus the algorithm's constant part:
-        onesweep's status ring and digit tables, or reduce-then-scan's count table (the hybrid
-        sort: its bucket lists, block maps, count table and runs, which grow with n); nothing
+        onesweep's status ring and digit tables, or reduce-then-scan's count table; nothing
         when one work-group sorts the keys in local memory (single_wg). A size query: it plans,
         but builds no kernel.
         """

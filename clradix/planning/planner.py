@@ -29,7 +29,6 @@ from ..core.keys import value_type_of
 from ..core.render import KernelBuildError
 from ..core.sizes import index_bytes, index_type, pow2_floor
 from ..drivers.chunks import ChunkBuckets, Chunks
-from ..drivers.hybrid import Hybrid
 from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.radix_select import RadixSelect, TopkJob
 from ..drivers.rank_select import RankSelect, SelectJob
@@ -47,7 +46,7 @@ from ..policies.topk import MIN_WG, plan_topk
 from ..policies.tuning import tuned_table
 
 DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup,
-           "chunks": Chunks, "hybrid": Hybrid}
+           "chunks": Chunks}
 
 # How many call configurations the planner keeps the prepared work of: a repeated call plans,
 # validates and builds nothing (about half of a small sort's host time on PoCL).
@@ -247,7 +246,7 @@ class Planner:
     def _drop_ranking(self, device, profile, policy, exc):
         """Plan again without the subgroup ranking the driver failed to compile (re-raise when the
         caller chose it, or it is the portable one)."""
-        if (policy.algorithm not in ("onesweep", "hybrid") or policy.ranking == "local"
+        if (policy.algorithm != "onesweep" or policy.ranking == "local"
                 or self.overrides.get("ranking") is not None):
             raise exc
         warnings.warn(f"{profile.describe()} cannot compile the {policy.ranking!r} subgroup "

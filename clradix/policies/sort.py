@@ -2,8 +2,7 @@
 its fields.
 
 A policy says how a sort runs: the algorithm, the radix bits of a digit pass, the work-group size,
-the items each work-item ranks, and how many blocks per compute unit the reduce-then-scan passes use
-(the hybrid sort: how many blocks one bucket's pass takes at most, per compute unit).
+the items each work-item ranks, and how many blocks per compute unit the reduce-then-scan passes use.
 Its built-in values per device are in :mod:`.sort_defaults`, the planner that chooses one in
 :mod:`.sort_plan`, and the check against a device (:func:`~.sort_validate.validate`) in
 :mod:`.sort_validate`.
@@ -15,7 +14,11 @@ from dataclasses import MISSING, dataclass
 
 from ..core.errors import PolicyError
 
-ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg", "chunks", "hybrid")
+ALGORITHMS = ("reduce_then_scan", "onesweep", "single_wg", "chunks")
+#: algorithms removed, with what replaces them (check_field names it)
+REMOVED_ALGORITHMS = {"hybrid": ("'onesweep', as fast or faster for every key type where they were "
+                                 "last measured side by side (BENCHMARKS_NOTES.md, \"The hybrid "
+                                 "sort, removed\")")}
 RADIX_BITS = (2, 4, 8)
 # the chunked CPU sort takes any digit width a private histogram holds
 CHUNK_RADIX_BITS = (2, 4, 6, 8, 10, 11, 12)
@@ -43,9 +46,6 @@ class SortPolicy:
     fused_passes: bool = False    # onesweep: the histogram, the scan and every digit pass in one
     #                               launch after one fill (os_fused; n <= ring_slots x tile:
     #                               its rings hold every tile of a pass, no slot is reused)
-    local_max: int = 0            # hybrid: buckets of at most this many keys are sorted in local
-    #                               memory (0: the tile, wg_size x items_per_thread); smaller
-    #                               values force more most-significant-digit levels (tests)
     bucket_keys: int = 0          # chunks: 0, LSD passes over the whole array; else one pass by
     #                               the top digit (radix_bits) into buckets, each then sorted by
     #                               a work-item in the cache, a bucket of more than bucket_keys
@@ -57,16 +57,10 @@ class SortPolicy:
 
     @property
     def ranks_by_subgroups(self):
-        """Whether the kernels rank with a subgroup back-end (``ranking``, ``sg_size``): onesweep,
-        the hybrid sort, and the one-work-group sort of 8-bit digits (os_small), which ranks as
-        onesweep does."""
-        return self.algorithm in ("onesweep", "hybrid") or (self.algorithm == "single_wg"
-                                                            and self.radix_bits == 8)
-
-    @property
-    def local_capacity(self):
-        """The hybrid sort's largest bucket sorted in local memory (``local_max``, or the tile)."""
-        return min(self.local_max or self.tile, self.tile)
+        """Whether the kernels rank with a subgroup back-end (``ranking``, ``sg_size``): onesweep
+        and the one-work-group sort of 8-bit digits (os_small), which ranks as onesweep does."""
+        return self.algorithm == "onesweep" or (self.algorithm == "single_wg"
+                                                and self.radix_bits == 8)
 
     @property
     def radix(self):
@@ -109,13 +103,6 @@ class SortPolicy:
         if self.algorithm == "single_wg":
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
-        if self.algorithm == "hybrid":   # hybrid.cl.mako: the larger of hy_scatter and hy_scan
-            tile = (self.tile * (key_bytes + 2)                           # keys + source slots
-                    + (self.wg_size // self.sg_size) * 256 * 4              # per-subgroup counters
-                    + self.wg_size * 4 + (self.wg_size * 4 if self.ranking == "local" else 4)
-                    + 256 * index_bytes + 16)                               # running offsets
-            scan = (6 * 256 + self.wg_size) * index_bytes + 256 * 4 + 2 * index_bytes + 8
-            return max(tile, scan)
         if self.algorithm == "onesweep":   # onesweep_steps.mako, tile_locals
             stage = self.stage_bytes(key_bytes, index_bytes, value_bytes)  # keys, then values
             return (-(-max(stage, counters) // 16) * 16           # staging over the counters
@@ -142,6 +129,8 @@ def check_field(name, value):
         raise TypeError(f"unknown policy field {name!r}: policy fields are "
                         f"{', '.join(_FIELD_TYPES)}")
     kind = _FIELD_TYPES[name]
+    if name == "algorithm" and value in REMOVED_ALGORITHMS:
+        raise ValueError(f"algorithm={value!r} was removed: use {REMOVED_ALGORITHMS[value]}")
     if name in _CHOICES:
         accepted = f"one of {', '.join(repr(c) for c in _CHOICES[name])}"
         ok_type = isinstance(value, str)
@@ -191,9 +180,6 @@ def policy_from_fields(fields):
 
 def check_radix_bits(algorithm, radix_bits):
     """PolicyError unless ``algorithm`` takes digits of ``radix_bits``."""
-    if algorithm == "hybrid" and radix_bits != 8:
-        raise PolicyError(f"radix_bits={radix_bits} is not supported by the hybrid sort: its "
-                          f"levels and its local sort take 8-bit digits")
     if radix_bits not in (CHUNK_RADIX_BITS if algorithm == "chunks" else RADIX_BITS):
         raise PolicyError(f"radix_bits={radix_bits} is not supported: expected 2, 4 or 8 (the "
                           f"chunks algorithm: {', '.join(map(str, CHUNK_RADIX_BITS))})")

@@ -6,9 +6,6 @@ The planner (:mod:`.sort_plan`) fits an entry to the device (ranking back-end, w
 local memory) and the caller's overrides.
 """
 
-from dataclasses import replace
-from typing import Dict, Tuple
-
 from .fit import ranking_backends
 from .sort import SortPolicy
 
@@ -48,32 +45,7 @@ DEFAULTS = {
     # ... and below 2^18 keys onesweep 256x16, up to NVIDIA_FUSED_MAX in one launch (os_fused).
     "nvidia-small": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
                                ranking="ptx", sg_size=32),
-    # The hybrid sort (most-significant digits first, then buckets of at most a tile in local
-    # memory), on NVIDIA: warp ballots, the tile by key width from HYBRID_TILES. Not measured
-    # yet: the sizes follow the model in BENCHMARKS_NOTES.md ("a model of the hybrid").
-    "nvidia-hybrid": SortPolicy("hybrid", radix_bits=8, wg_size=256, items_per_thread=23,
-                                ranking="ptx", sg_size=32, blocks_per_cu=8),
-    # ... elsewhere (by algorithm="hybrid" only): the segmented sort's tile, the device's best
-    # ranking back-end.
-    "hybrid": SortPolicy("hybrid", radix_bits=8, wg_size=256, items_per_thread=16,
-                         blocks_per_cu=4),
 }
-
-# NVIDIA, the hybrid sort: (wg_size, items_per_thread) by key width, before items_per_thread is
-# lowered one at a time to fit local memory. 64-bit keys: 128 x 33 = 4,224 keys a bucket, so that
-# 2^28 keys take two levels (after two, buckets of 4,096 +- 64 keys) where 256 x 14 = 3,584
-# would take three; 32-bit keys: 256 x 23 = 5,888 (values are gathered from global memory and
-# take no local memory). Measured at 2^28 (BENCHMARKS.md): for random uint64 128 x 33 beat
-# 256 x 14 on both the H100 and the H200; float64 in [0, 1) was faster at 256 x 14.
-HYBRID_TILES = {4: (256, 23), 8: (128, 33)}
-
-# The planner rule for the hybrid sort: (key bytes, with values) -> the smallest n from which
-# the planner picks the hybrid sort over onesweep on NVIDIA GPUs (no entry: never). Empty, from
-# measurements on the H100 and the H200 (BENCHMARKS.md, "the hybrid MSD-then-local sort"): the
-# hybrid is slower for random 64-bit keys and 32-bit pairs at 2^24 and 2^28 and for skewed keys
-# with many distinct values; it is faster only where few distinct values or constant top digits
-# remove levels, which is not known before the keys are read. algorithm="hybrid" selects it.
-HYBRID_FROM: Dict[Tuple[int, bool], int] = {}
 
 # From this many keys NVIDIA GPUs take the "nvidia" entry, below it "nvidia-small"; CPUs with
 # subgroups take "cpu-subgroups" for their work-group sorts, below it "cpu".
@@ -111,22 +83,6 @@ def nvidia_pass_tile(key_bytes, value_bytes, float_keys):
     defaults."""
     return NVIDIA_PASS_TILES.get((4 if key_bytes <= 4 else key_bytes, bool(value_bytes),
                                   bool(float_keys)))
-
-
-def hybrid_entry(profile, key_bytes):
-    """The hybrid sort's entry for this device and key width (before it is fitted)."""
-    if profile.is_gpu and profile.is_nvidia:
-        wg, ipt = HYBRID_TILES[4 if key_bytes <= 4 else 8]
-        return replace(DEFAULTS["nvidia-hybrid"], wg_size=wg, items_per_thread=ipt)
-    return DEFAULTS["hybrid"]
-
-
-def prefers_hybrid(profile, key_bytes, value_bytes, n):
-    """Whether the planner picks the hybrid sort for n keys (HYBRID_FROM: NVIDIA GPUs only)."""
-    if not (profile.is_gpu and profile.is_nvidia):
-        return False
-    start = HYBRID_FROM.get((4 if key_bytes <= 4 else 8, bool(value_bytes)))
-    return start is not None and n >= start
 
 
 def chunk_radix_bits(key_bytes, n):

@@ -12,8 +12,8 @@ from ..core.sizes import index_bytes
 from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
 from .sort import check_radix_bits, check_sort_overrides
 from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
-                            default_policy, hybrid_entry, nvidia_pass_tile, prefers_hybrid,
-                            small_policy_entry, workgroup_cpu_policy)
+                            default_policy, nvidia_pass_tile, small_policy_entry,
+                            workgroup_cpu_policy)
 from .sort_validate import validate
 
 # The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
@@ -60,9 +60,6 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         return replace(small, items_per_thread=min(ipt, small.items_per_thread))
     if algorithm == "single_wg":
         return small or replace(DEFAULTS["small"], **fields)
-    if algorithm == "hybrid" or (algorithm is None and not fields
-                                 and prefers_hybrid(profile, codec.itemsize, value_bytes, n)):
-        return _hybrid_policy(profile, codec, value_bytes, n, fields)
     policy = replace(base, **fields)
     if policy.algorithm == "chunks":
         # the buckets where the caller set neither them nor the digit width (bucket_keys=0: the
@@ -80,7 +77,8 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if (nvidia_onesweep and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
         policy = replace(policy, fused_passes=True)
-    tile = nvidia_pass_tile(kb, vb, codec.kind == "float") if nvidia_onesweep and not policy.fused_passes else None
+    tile = (nvidia_pass_tile(kb, vb, codec.kind == "float")
+            if nvidia_onesweep and not policy.fused_passes else None)
     if tile:
         wg, ipt, cap = tile
         if "wg_size" not in fields:
@@ -96,16 +94,6 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         tiles = -(-n // policy.tile)
         policy = replace(policy, ring_slots=max(policy.ring_slots, 1 << (tiles - 1).bit_length()))
     return policy
-
-
-def _hybrid_policy(profile, codec, value_bytes, n, fields):
-    """The hybrid sort's policy: its entry for the device and key width, the caller's fields on
-    top, fitted to the device (items_per_thread lowered one at a time: the tile is the largest
-    bucket sorted in local memory, so every key counts)."""
-    pol = replace(hybrid_entry(profile, codec.itemsize), **fields)
-    kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
-    return _fit(pol, profile, set(fields), lambda p: p.local_bytes(kb, ib, vb),
-                lambda ipt: ipt - 1, keep_ranking=profile.is_nvidia)
 
 
 def _fit(policy, profile, fixed, need, step, keep_ranking):

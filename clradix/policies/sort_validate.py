@@ -43,12 +43,6 @@ def validate(policy, profile, key_bytes, index_bytes, value_bytes=0, n_keys=None
     need = policy.local_bytes(key_bytes, index_bytes, value_bytes)
     if policy.algorithm == "single_wg" and n_keys is not None and n_keys > policy.tile:
         raise PolicyError(f"single_wg sorts at most one tile ({policy.tile} keys), not {n_keys}")
-    if policy.local_max and policy.algorithm != "hybrid":
-        raise PolicyError(f"local_max is a hybrid sort option, not one of {policy.algorithm}")
-    if not 0 <= policy.local_max <= policy.tile:
-        raise PolicyError(f"local_max={policy.local_max} must be from 0 (the tile) to the tile "
-                          f"({policy.tile} keys, wg_size x items_per_thread): a bucket sorted in "
-                          f"local memory fits one tile")
     if policy.fused_passes and policy.algorithm != "onesweep":
         raise PolicyError(f"fused_passes is a onesweep option, not one of {policy.algorithm}")
     if policy.algorithm == "onesweep" and not profile.runs_started_groups_to_end:
