@@ -130,7 +130,8 @@ def test_register_cap_gives_the_real_limit():
     from types import SimpleNamespace
 
     from clradix.core.limits import capped_wg_limit
-    nv = SimpleNamespace(registers_per_block_nv=65536, warp_size_nv=32, max_work_group_size=1024)
+    nv = SimpleNamespace(registers_per_block_nv=65536, warp_size_nv=32, max_work_group_size=1024,
+                         extensions="cl_khr_fp64 cl_nv_device_attribute_query")
     assert capped_wg_limit(nv, ["-cl-nv-maxrregcount=56"]) == 1024
     assert capped_wg_limit(nv, ["-cl-nv-maxrregcount=80"]) == 800
     assert capped_wg_limit(nv, ["-cl-nv-maxrregcount=255"]) == 256

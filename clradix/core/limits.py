@@ -22,12 +22,17 @@ def capped_wg_limit(device, options):
     of such kernels correctly. A capped kernel cannot state its size (the compiler would ignore
     the cap), so its limit comes from the cap, which bounds its registers."""
     caps = [int(o.split("=", 1)[1]) for o in options if o.startswith("-cl-nv-maxrregcount=")]
+    if not caps or caps[-1] <= 0:
+        return None
+    # asked only of a device that has the attributes (another runtime reports the query as an
+    # invalid API call)
+    if "cl_nv_device_attribute_query" not in getattr(device, "extensions", "") \
+            and "NVIDIA" not in getattr(device, "vendor", ""):
+        return None
     try:
         regs = int(device.registers_per_block_nv)
         warp = int(device.warp_size_nv)
     except (cl.LogicError, AttributeError):
-        return None
-    if not caps or caps[-1] <= 0:
         return None
     return min(int(device.max_work_group_size), regs // caps[-1] // warp * warp)
 
