@@ -19,7 +19,8 @@ planner's state and the kernels' arguments while a sequence is enqueued.
 
 import threading
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +71,16 @@ def topk_driver_class(plan):
     return TopkChunks if plan.route == "chunks" else RadixSelect
 
 
+@dataclass(frozen=True)
+class Lesson:
+    """What a compiler refused for one configuration, as the plan field every later plan of it
+    sets: the segmented sort's ``items_per_thread`` (lower) and ``ranking`` ("local"), top-k's
+    ``fused`` (False) and ``sample_size`` (0)."""
+
+    field: str
+    value: Any
+
+
 class Prepared:
     """A call configuration made ready: its driver, its launch sequence (and, for top-k, its
     plan). ``run`` enqueues it under the planner's lock."""
@@ -101,7 +112,7 @@ class Planner:
         self.drivers = {}      # (operation, device, policy, types) -> built driver
         self._prepared = {}     # call configuration -> (generation, Prepared)
         self._caps = {}         # (device, operation, configuration) -> learned wg_size cap
-        self._refused = {}      # (device, operation, configuration) -> what a compiler refused
+        self._lessons = {}      # (device, operation, configuration) -> {field: value} learned
         self._tuned = {}
         self._epoch = 0         # grows whenever what was prepared before may be stale
 
@@ -152,20 +163,52 @@ class Planner:
         with self.lock:
             if (device.int_ptr, config) not in self._caps:
                 warnings.warn(f"{exc}; the planner shrinks wg_size to {cap} for {what} on this "
-                              f"device", RuntimeWarning, stacklevel=5)
+                              f"device", RuntimeWarning, stacklevel=6)
             self._caps[(device.int_ptr, config)] = cap
             self._epoch += 1
 
-    def learn_refusal(self, device, config, lesson, message):
-        """Remember what a compiler refused for ``config`` (warning once)."""
+    def learn(self, device, config, lesson, message, forget=()):
+        """Remember a Lesson for ``config`` (what its plans set from now on; the lessons of the
+        fields in ``forget`` no longer hold), warning with ``message``."""
         with self.lock:
-            self._refused.setdefault((device.int_ptr, config), set()).add(lesson)
+            learned = self._lessons.setdefault((device.int_ptr, config), {})
+            for name in forget:
+                learned.pop(name, None)
+            learned[lesson.field] = lesson.value
             self._epoch += 1
-        warnings.warn(message, RuntimeWarning, stacklevel=5)
+        warnings.warn(message, RuntimeWarning, stacklevel=6)
 
-    def refused(self, device, config):
+    def lessons(self, device, config):
+        """{field: value} every plan of ``config`` on ``device`` takes (what compilers refused)."""
         with self.lock:
-            return frozenset(self._refused.get((device.int_ptr, config), ()))
+            return dict(self._lessons.get((device.int_ptr, config), {}))
+
+    def build_with_retries(self, device, cap_config, plan, build, limits, what, user_wg,
+                           refusal=None):
+        """The one build-and-retry loop of every operation: ``plan()`` plans (with what was
+        learned), ``build(planned)`` builds and returns the result. A work-group limit the build
+        reports caps the work-group of ``cap_config`` (learn_cap: below the planned work-group,
+        not below the floor, ``limits(planned)`` -> (work-group, floor), unless the caller chose
+        it, ``user_wg``) and plans again; a compiler's
+        refusal goes to ``refusal(planned, exc)``, which learns something and plans again or
+        raises (None: every refusal raises)."""
+        limited = None   # the WorkGroupLimitError that made this call shrink the work-group
+        while True:
+            try:
+                planned = plan()
+            except PolicyError as exc:
+                if limited is None:
+                    raise
+                raise PolicyError(f"{limited}, and no valid policy fits that limit: {exc}") from exc
+            try:
+                return build(planned)
+            except WorkGroupLimitError as exc:
+                self.learn_cap(device, cap_config, exc, *limits(planned), what, user_wg)
+                limited = exc
+            except KernelBuildError as exc:
+                if refusal is None:
+                    raise
+                refusal(planned, exc)
 
     def built(self, key, build):
         """The driver cached under ``key``, built by ``build()`` on first use."""
@@ -219,29 +262,21 @@ class Planner:
         return driver
 
     def _sort_driver(self, device, codec, value_bytes, n):
-        limited = None   # the WorkGroupLimitError that made this call shrink wg_size
-        while True:
-            try:
-                profile, policy = self.plan(device, codec, value_bytes, n)
-            except PolicyError as exc:
-                if limited is None:
-                    raise
-                raise PolicyError(f"{limited}, and no valid policy fits that limit: {exc}") from exc
-            index_name, index_np = index_type(n)
-            value_t = value_type_of(value_bytes)
-            try:
-                return self.built(
-                    (device.int_ptr, policy, "sort", codec.dtype, value_t, index_name),
-                    lambda: driver_class(policy)(self.programs, device, profile, policy,
-                                                 codec, value_t, index_name, index_np))
-            except WorkGroupLimitError as exc:
-                self.learn_cap(device, ("sort", codec.dtype, value_bytes, index_name), exc,
-                               policy.wg_size, 1, f"{codec.dtype} keys (values: {value_t}, "
-                               f"indices: {index_name})",
-                               self.overrides.get("wg_size") is not None)
-                limited = exc
-            except KernelBuildError as exc:
-                self._drop_ranking(device, profile, policy, exc)
+        index_name, index_np = index_type(n)
+        value_t = value_type_of(value_bytes)
+
+        def build(planned):
+            profile, policy = planned
+            return self.built((device.int_ptr, policy, "sort", codec.dtype, value_t, index_name),
+                              lambda: driver_class(policy)(self.programs, device, profile, policy,
+                                                           codec, value_t, index_name, index_np))
+        return self.build_with_retries(
+            device, ("sort", codec.dtype, value_bytes, index_name),
+            lambda: self.plan(device, codec, value_bytes, n), build,
+            lambda planned: (planned[1].wg_size, 1),
+            f"{codec.dtype} keys (values: {value_t}, indices: {index_name})",
+            self.overrides.get("wg_size") is not None,
+            lambda planned, exc: self._drop_ranking(device, *planned, exc))
 
     def _drop_ranking(self, device, profile, policy, exc):
         """Plan again without the subgroup ranking the driver failed to compile (re-raise when the
@@ -267,13 +302,8 @@ class Planner:
         config = ("segments", codec.dtype)
         profile = self.capped_profile(device, config)
         pol = plan_segments(profile, codec, index_bytes_, self.segment_policy)
-        refused = self.refused(device, key) if key is not None else frozenset()
-        if "local ranking" in refused:
-            pol = replace(pol, ranking="local")
-        else:
-            ipts = [int(x.split()[1]) for x in refused if x.startswith("ipt ")]
-            if ipts:
-                pol = replace(pol, items_per_thread=min(ipts))
+        if key is not None:
+            pol = replace(pol, **self.lessons(device, key))
         return profile, pol
 
     def prepare_segments(self, key, device, codec, index_name, index_np, off_t, job):
@@ -286,40 +316,42 @@ class Planner:
         """The built SegmentedSort of a configuration (see the module's docstring)."""
         user = self.segment_policy
         key = ("segments", codec.dtype, value_bytes, index_name, off_t)
-        while True:
-            profile, pol = self.plan_segments(device, codec, np.dtype(index_np).itemsize, key)
-            value_t = value_type_of(value_bytes)
-            try:
-                cls = SegmentChunks if pol.algorithm == "chunks" else SegmentedSort
-                return self.built((device.int_ptr, pol, key),
-                                  lambda: cls(self.programs, device, profile, pol, codec,
-                                              value_t, index_name, index_np, off_t))
-            except WorkGroupLimitError as exc:
-                self.learn_cap(device, ("segments", codec.dtype), exc, pol.wg_size, pol.sg_size,
-                               f"the segmented sort of {codec.dtype} keys",
-                               user is not None and user.wg_size is not None)
-            except KernelBuildError as exc:
-                # A compiler that refuses the program (NVIDIA's ptxas, driver 580, failed
-                # predicate register allocation, "register count of '7'", for the keys-only
-                # program at 16 keys per work-item until the ballot match kept its predicates
-                # inside one asm statement): fewer keys per work-item first (12 beat the
-                # local-memory ranking at 16 in 4 of 5 shapes on the H100, BENCHMARKS
-                # "Segmented rows"), then the local-memory ranking.
-                user_ranking = user is not None and user.ranking is not None
-                user_ipt = user is not None and user.items_per_thread is not None
-                if not user_ipt and pol.items_per_thread > 4:
-                    ipt = pol.items_per_thread * 3 // 4
-                    self.learn_refusal(device, key, f"ipt {ipt}",
-                                       f"{exc.__class__.__name__} with ranking={pol.ranking!r} at "
-                                       f"{pol.items_per_thread} keys per work-item; the segmented "
-                                       f"sort of {codec.dtype} keys tries {ipt} on this device")
-                    continue
-                if user_ranking or pol.ranking == "local":
-                    raise
-                self.learn_refusal(device, key, "local ranking",
-                                   f"{exc.__class__.__name__} with ranking={pol.ranking!r}; the "
-                                   f"segmented sort of {codec.dtype} keys uses the local-memory "
-                                   f"ranking on this device")
+        value_t = value_type_of(value_bytes)
+
+        def build(planned):
+            profile, pol = planned
+            cls = SegmentChunks if pol.algorithm == "chunks" else SegmentedSort
+            return self.built((device.int_ptr, pol, key),
+                              lambda: cls(self.programs, device, profile, pol, codec, value_t,
+                                          index_name, index_np, off_t))
+
+        def refusal(planned, exc):
+            # A compiler that refuses the program (NVIDIA's ptxas, driver 580, failed predicate
+            # register allocation, "register count of '7'", for the keys-only program at 16
+            # keys per work-item until the ballot match kept its predicates inside one asm
+            # statement): fewer keys per work-item first (12 beat the local-memory ranking at 16
+            # in 4 of 5 shapes on the H100, BENCHMARKS "Segmented rows"), then the local-memory
+            # ranking at the planner's tile.
+            pol = planned[1]
+            if (user is None or user.items_per_thread is None) and pol.items_per_thread > 4:
+                ipt = pol.items_per_thread * 3 // 4
+                self.learn(device, key, Lesson("items_per_thread", ipt),
+                           f"{exc.__class__.__name__} with ranking={pol.ranking!r} at "
+                           f"{pol.items_per_thread} keys per work-item; the segmented sort of "
+                           f"{codec.dtype} keys tries {ipt} on this device")
+                return
+            if (user is not None and user.ranking is not None) or pol.ranking == "local":
+                raise exc
+            self.learn(device, key, Lesson("ranking", "local"),
+                       f"{exc.__class__.__name__} with ranking={pol.ranking!r}; the segmented "
+                       f"sort of {codec.dtype} keys uses the local-memory ranking on this device",
+                       forget=("items_per_thread",))
+        return self.build_with_retries(
+            device, ("segments", codec.dtype),
+            lambda: self.plan_segments(device, codec, np.dtype(index_np).itemsize, key), build,
+            lambda planned: (planned[1].wg_size, planned[1].sg_size),
+            f"the segmented sort of {codec.dtype} keys",
+            user is not None and user.wg_size is not None, refusal)
 
     # ------------------------------------------------------------------ top-k
 
@@ -327,12 +359,7 @@ class Planner:
         """The TopkPlan of a call (a size query: nothing is built); ``idx_bytes`` 8 hands back
         64-bit indices at any row length (0: the index-width rule)."""
         config = ("topk", codec.dtype, index_type(row_len)[0])
-        overrides = self.overrides
-        refused = self.refused(device, config)
-        if "no threshold" in refused:
-            overrides = dict(overrides, sample_size=0)
-        if "not fused" in refused:
-            overrides = dict(overrides, fused=False)
+        overrides = dict(self.overrides, **self.lessons(device, config))
         return plan_topk(self.capped_profile(device, config), codec, rows, row_len, k, sorted,
                          idx_bytes=idx_bytes, **overrides)
 
@@ -361,36 +388,35 @@ class Planner:
         return made
 
     def _topk_driver(self, device, codec, rows, row_len, k, sorted, idx_bytes):
-        while True:
-            plan = self.plan_topk(device, codec, rows, row_len, k, sorted, idx_bytes)
-            config = ("topk", codec.dtype, plan.index_name)
+        config = ("topk", codec.dtype, index_type(row_len)[0])   # plan_topk's
+
+        def build(plan):
             key = (device.int_ptr, plan.policy, "topk", codec.dtype, plan.index_name,
                    plan.out_index_np, plan.idx_np, plan.wg, plan.ipt, plan.sort_size, plan.sample,
-                   plan.fused)
-            try:
-                cls = topk_driver_class(plan)
-                key += (plan.route,)
-                return plan, self.built(key, lambda: cls(self.programs, device, plan, codec))
-            except WorkGroupLimitError as exc:
-                self.learn_cap(device, config, exc, plan.wg, MIN_WG,
-                               f"top-k of {codec.dtype} keys",
-                               self.overrides.get("wg_size") is not None)
-            except KernelBuildError as exc:
-                # a compiler that refuses the fused passes (topk_fused's fences): a launch per
-                # pass on this device (once a warning), unless the caller asked for them
-                if plan.fused and self.overrides.get("fused") is None:
-                    self.learn_refusal(device, config, "not fused",
-                                       f"{exc}\nthe top-k planner runs the digit passes of "
-                                       f"{codec.dtype} keys a launch each (not fused) on this "
-                                       f"device")
-                    continue
-                # the threshold pass's programs are the newer ones: where a compiler refuses
-                # them, the passes run without it (once a warning), unless the caller asked
-                if not plan.sample or self.overrides.get("sample_size") is not None:
-                    raise
-                self.learn_refusal(device, config, "no threshold",
-                                   f"{exc}\nthe top-k planner runs {codec.dtype} rows without "
-                                   f"the threshold pass on this device")
+                   plan.fused, plan.route)
+            cls = topk_driver_class(plan)
+            return plan, self.built(key, lambda: cls(self.programs, device, plan, codec))
+
+        def refusal(plan, exc):
+            # a compiler that refuses the fused passes (topk_fused's fences): a launch per pass
+            # on this device (once a warning), unless the caller asked for them
+            if plan.fused and self.overrides.get("fused") is None:
+                self.learn(device, config, Lesson("fused", False),
+                           f"{exc}\nthe top-k planner runs the digit passes of {codec.dtype} "
+                           f"keys a launch each (not fused) on this device")
+                return
+            # the threshold pass's programs are the newer ones: where a compiler refuses them,
+            # the passes run without it (once a warning), unless the caller asked
+            if not plan.sample or self.overrides.get("sample_size") is not None:
+                raise exc
+            self.learn(device, config, Lesson("sample_size", 0),
+                       f"{exc}\nthe top-k planner runs {codec.dtype} rows without the threshold "
+                       f"pass on this device")
+        return self.build_with_retries(
+            device, config,
+            lambda: self.plan_topk(device, codec, rows, row_len, k, sorted, idx_bytes), build,
+            lambda plan: (plan.wg, MIN_WG), f"top-k of {codec.dtype} keys",
+            self.overrides.get("wg_size") is not None, refusal)
 
     # ------------------------------------------------------------------ selection
 
@@ -409,15 +435,15 @@ class Planner:
         """(plan, built RankSelect) of a selection; a work-group limit the build reports makes
         the planner plan again within it (unless the caller chose wg_size)."""
         config = ("selection", codec.dtype)
-        while True:
-            profile = self.capped_profile(device, config)
-            plan = plan_selection(profile, codec, rows, row_len, nranks, policy)
+
+        def build(plan):
             key = (device.int_ptr, "selection", codec.dtype, plan.policy, plan.index_name,
                    idx_bytes, values)
-            try:
-                return plan, self.built(key, lambda: RankSelect(self.programs, device, plan,
-                                                                codec, idx_bytes, values))
-            except WorkGroupLimitError as exc:
-                self.learn_cap(device, config, exc, plan.wg, 1,
-                               f"the selection of {codec.dtype} keys",
-                               policy is not None and policy.wg_size is not None)
+            return plan, self.built(key, lambda: RankSelect(self.programs, device, plan, codec,
+                                                            idx_bytes, values))
+        return self.build_with_retries(
+            device, config,
+            lambda: plan_selection(self.capped_profile(device, config), codec, rows, row_len,
+                                   nranks, policy),
+            build, lambda plan: (plan.wg, 1), f"the selection of {codec.dtype} keys",
+            policy is not None and policy.wg_size is not None)
