@@ -140,7 +140,8 @@ class Selector:
         prepared = self.planner.ready(key)
         if prepared is None:
             prepared = self.planner.prepare_topk(key, queue.device, codec, n_rows, row_len, k,
-                                                 sorted, largest, self._get_sorter, idx_bytes)
+                                                 sorted, largest,
+                                                 lambda: self._get_sorter().planner, idx_bytes)
         return prepared
 
     def enqueue(self, queue, prepared, keys, keys_off, values, indices, wait, allocator=None):

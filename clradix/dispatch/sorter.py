@@ -19,7 +19,7 @@ from ..core.keys import key_codec, value_cl_type
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
 from ..core.sizes import check_index_dtype
-from ..drivers.digit_passes import SortJob, digit_passes
+from ..drivers.digit_passes import digit_passes
 from ..planning.planner import Planner
 from ..policies.overrides import check_overrides
 from ..policies.segment import SegmentPolicy
@@ -352,14 +352,9 @@ class Sorter:
                  buffers, offsets, allocator, wait, checked):
         """Enqueue the prepared work of the call configuration (sort and argsort alike; planned,
         built and made ready by the planner on its first call)."""
-        _, in_order, device, device_ptr = checked
-        key = (device_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
-               argsort)
-        prepared = self.planner.ready(key)
-        if prepared is None:
-            job = SortJob(n, begin_bit, end_bit, bool(descending), argsort,
-                          bool(value_bytes) and not argsort)
-            prepared = self.planner.prepare_sort(key, device, codec, value_bytes, job)
+        _, in_order, device, _ = checked
+        prepared = self.planner.sort_work(device, codec, value_bytes, n, begin_bit, end_bit,
+                                          descending, argsort)
         alloc = None
         if prepared.sequence.temp_sizes:
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)

@@ -17,7 +17,7 @@ topk_fused, its work-groups in pass order), then the route's ordering.
 """
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -40,14 +40,14 @@ class TopkJob:
     """One top-k configuration as the driver sees it: the k largest (or smallest) of each of
     ``rows`` rows of ``row_len`` keys (slot KEYS) into the values (slot VALUES) and indices (slot
     INDICES), as ``plan`` says (its kernel parameters those the driver was built with);
-    ``sorter`` sorts on the global route (large sorted k)."""
+    ``sorts``: the global route's prepared sorts (large sorted k; GlobalSorts)."""
 
     plan: Any
     rows: int
     row_len: int
     k: int
     largest: bool
-    sorter: Optional[Any] = None
+    sorts: Optional[Any] = None
 
 
 class RadixSelect(Driver):
@@ -154,36 +154,40 @@ class RadixSelect(Driver):
             seq.launch(f"topk_pass {p}", name, gsize, lsize, args + [p])
 
     def _global_sort(self, seq, job, keys, values, indices, own):
-        """Sorted results for large k: stable sorts by batch index, then key, then row (by the
-        job's sorter), then the gather into the outputs."""
-        sorter, m, codec = job.sorter, job.rows * job.k, self.codec
-        gd = np.dtype(job.plan.out_index_np)
-        (_, _, g_bits), _, *row_sort = global_sorts(codec, job.rows, job.row_len, gd)
+        """Sorted results for large k: stable sorts by batch index, then key, then row (the
+        job's prepared sorts, each in place on its keys with the other buffer as its values),
+        then the gather into the outputs."""
+        m, sorts = job.rows * job.k, job.sorts
         sel_key, gidx = int(own[0]), int(own[1])
         row_of = int(own[2]) if job.rows > 1 else None
+        at = (0, 0, 0, 0, 0)
 
-        def sorts(queue, objs, offsets, alloc, wait):
-            evt = sorter.sort(queue, objs[gidx], dtype=gd, n=m, values=objs[sel_key],
-                              value_dtype=codec.dtype, end_bit=g_bits, wait_for=wait,
-                              allocator=alloc)
-            return sorter.sort(queue, objs[sel_key], dtype=codec.dtype, n=m, values=objs[gidx],
-                               value_dtype=gd, descending=job.largest, wait_for=[evt],
-                               allocator=alloc)
-
-        seq.call("sort by index, then key", sorts)
+        def in_place(sort, keys_slot, values_slot):
+            return lambda queue, objs, alloc, wait: sort.run(
+                queue, (objs[keys_slot], objs[keys_slot], objs[values_slot], objs[values_slot],
+                        None), at, alloc, wait)
+        by_index, by_key = in_place(sorts.by_index, gidx, sel_key), in_place(sorts.by_key,
+                                                                              sel_key, gidx)
+        seq.call("sort by index, then key", lambda queue, objs, offsets, alloc, wait:
+                 by_key(queue, objs, alloc, [by_index(queue, objs, alloc, wait)]))
         size = (round_up(m, 256),)
-        if row_sort:
+        if row_of is not None:
             seq.launch("topk_row_of", "topk_row_of", size, None,
                        [own[1], own[2], m, job.row_len])
-
-            def by_row(queue, objs, offsets, alloc, wait):
-                return sorter.sort(queue, objs[row_of], dtype=np.uint32, n=m, values=objs[gidx],
-                                   value_dtype=gd, end_bit=row_sort[0][2], wait_for=wait,
-                                   allocator=alloc)
-
-            seq.call("sort by row", by_row)
+            by_row = in_place(sorts.by_row, row_of, gidx)
+            seq.call("sort by row", lambda queue, objs, offsets, alloc, wait:
+                     by_row(queue, objs, alloc, wait))
         seq.launch("topk_gather", "topk_gather", size, None,
                    [*keys, own[1], m, job.row_len, *values, *indices])
+
+
+class GlobalSorts(NamedTuple):
+    """The global route's prepared sorts (planning's Prepared: ``run(queue, buffers, offsets,
+    alloc, wait)``): by index in the batch, by key, and by row (None for one row)."""
+
+    by_index: Any
+    by_key: Any
+    by_row: Any
 
 
 def global_sorts(codec, rows, row_len, gd):

@@ -29,9 +29,11 @@ from ..core.errors import PolicyError, WorkGroupLimitError
 from ..core.keys import value_type_of
 from ..core.render import KernelBuildError
 from ..core.sizes import index_bytes, index_type, pow2_floor
+from ..core.keys import key_codec
 from ..drivers.chunks import ChunkBuckets, Chunks
+from ..drivers.digit_passes import SortJob
 from ..drivers.onesweep import Onesweep, OnesweepFused
-from ..drivers.radix_select import RadixSelect, TopkJob
+from ..drivers.radix_select import GlobalSorts, RadixSelect, TopkJob, global_sorts
 from ..drivers.rank_select import RankSelect, SelectJob
 from ..drivers.reduce_then_scan import ReduceThenScan
 from ..drivers.segmented import SegmentedSort
@@ -251,6 +253,20 @@ class Planner:
         return self._prepare(key, lambda: (self.sort_driver(device, codec, value_bytes, job.n),
                                            job, None))
 
+    def sort_work(self, device, codec, value_bytes, n, begin_bit, end_bit, descending,
+                  argsort=False):
+        """The Prepared of one sort configuration (kept; made ready on first use): the one place
+        a SortJob and its configuration's key are made, for the Sorter's calls and the sorts
+        inside other operations (top-k's global route)."""
+        key = (device.int_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
+               argsort)
+        prepared = self.ready(key)
+        if prepared is None:
+            job = SortJob(n, begin_bit, end_bit, bool(descending), argsort,
+                          bool(value_bytes) and not argsort)
+            prepared = self.prepare_sort(key, device, codec, value_bytes, job)
+        return prepared
+
     def sort_driver(self, device, codec, value_bytes, n):
         """The built driver of the policy for ``n`` keys, kept with the prepared work: the other
         configurations of ``n`` keys (direction, bit range, argsort) plan nothing."""
@@ -365,13 +381,15 @@ class Planner:
 
     def prepare_topk(self, key, device, codec, rows, row_len, k, sorted, largest, sorter,
                      idx_bytes=0):
-        """The Prepared of a top-k call (its ``plan`` set; ``sorter()`` gives the global route's
-        Sorter)."""
+        """The Prepared of a top-k call (its ``plan`` set; ``sorter()`` gives the Planner of the
+        global route's sorts, whose prepared work the job carries)."""
         def make():
             plan, driver = self.topk_driver(device, codec, rows, row_len, k, sorted, idx_bytes)
-            job = TopkJob(plan, rows, row_len, k, bool(largest),
-                          sorter() if plan.route == "global" else None)
-            return driver, job, plan
+            sorts = None
+            if plan.route == "global":
+                sorts = global_sort_work(sorter(), device, codec, rows, row_len, k,
+                                         np.dtype(plan.out_index_np), bool(largest))
+            return driver, TopkJob(plan, rows, row_len, k, bool(largest), sorts), plan
         return self._prepare(key, make)
 
     def topk_driver(self, device, codec, rows, row_len, k, sorted, idx_bytes=0):
@@ -447,3 +465,16 @@ class Planner:
                                    nranks, policy),
             build, lambda plan: (plan.wg, 1), f"the selection of {codec.dtype} keys",
             policy is not None and policy.wg_size is not None)
+
+
+def global_sort_work(sort_planner, device, codec, rows, row_len, k, gd, largest):
+    """The prepared sorts of top-k's global route (radix_select.global_sorts: by index in the
+    batch, then by key, then by row), from ``sort_planner``: the route's driver enqueues them
+    as they are, with no public call in between."""
+    m = rows * k
+    made = [sort_planner.sort_work(device, key_codec(kd), np.dtype(vd).itemsize, m, 0,
+                                   end_bit if end_bit is not None else key_codec(kd).bits,
+                                   descending)
+            for (kd, vd, end_bit), descending in zip(global_sorts(codec, rows, row_len, gd),
+                                                     (False, largest, False))]
+    return GlobalSorts(*made, None) if len(made) == 2 else GlobalSorts(*made)
