@@ -539,19 +539,11 @@ SEL_POLICIES = {
 }
 
 
-def _kept_params(g, monkeypatch):
-    """The selection's parameter buffers kept for the module (see the module docstring)."""
-    from clradix.dispatch import selection
-    made = selection._params_buffer
-    monkeypatch.setattr(selection, "_params_buffer", lambda ctx, words: g.keep(made(ctx, words)))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "uint64", "int16"])
 @pytest.mark.parametrize("policy", list(SEL_POLICIES))
 def test_selection(g, rng, monkeypatch, policy, dtype):
     """partition, argpartition (two kth), kthvalue, median and quantiles (NaNs among the float
     keys: the nan forms count the others) of two rows."""
-    _kept_params(g, monkeypatch)
     pol = SEL_POLICIES[policy]
     x = float_specials(rng, np.dtype(dtype), 2 * 150).reshape(2, 150)
     d = g.to_device(x)
@@ -578,7 +570,6 @@ def test_selection(g, rng, monkeypatch, policy, dtype):
 
 def test_selection_16bit_slots(g, rng, monkeypatch):
     """The CPUs' route: work-items of one with histogram slots of 65536 counts each."""
-    _kept_params(g, monkeypatch)
     pol = clradix.SelectionPolicy(wg_size=1, items_per_thread=8, digit_bits=16, groups_per_cu=2)
     x = rng.standard_normal((2, 150)).astype(np.float32)
     d = g.to_device(x)

@@ -46,7 +46,6 @@ import numbers
 import sys
 import threading
 import warnings
-import weakref
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generic, NamedTuple, Optional, Sequence,
                     Tuple, TypeVar, Union)
 
@@ -183,22 +182,29 @@ def _one_axis(axis, ndim):
 
 # ------------------------------------------------------------------ running a selection
 
-_params_lock = threading.Lock()
-_no_params: "weakref.WeakKeyDictionary[cl.Context, cl.Buffer]" = weakref.WeakKeyDictionary()
+#: uint64 words one fill command writes (enqueue_fill_buffer's largest pattern, 128 bytes)
+_FILL_WORDS = 16
 
 
-def _params_buffer(context, words):
-    """A read-only Buffer holding ``words`` (uint64), or the context's word of zeros."""
+def _params_buffer(queue, words, keys_buf, alloc, wait):
+    """(Buffer, events to wait for) of a selection's uint64 parameter words: a temporary filled
+    by one command per 16 words (enqueue_fill_buffer copies its pattern when it is enqueued), so
+    that a call copies no host memory on the host's side: a Buffer made from host memory
+    (COPY_HOST_PTR) was seen to wait, on NVIDIA's OpenCL, for the commands enqueued before it
+    (behind a user event the caller completes after the call: a call that does not return).
+    Without words the keys' buffer stands in (the kernels read no parameter then)."""
     if words is None:
-        with _params_lock:
-            buf = _no_params.get(context)
-            if buf is None:
-                buf = _no_params[context] = cl.Buffer(
-                    context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                    hostbuf=np.zeros(1, np.uint64))
-            return buf
-    return cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                     hostbuf=np.ascontiguousarray(words, np.uint64))
+        return keys_buf, wait
+    words = np.ascontiguousarray(words, np.uint64)
+    buf = alloc(8 * _FILL_WORDS * -(-len(words) // _FILL_WORDS))
+    fills = []
+    for start in range(0, len(words), _FILL_WORDS):
+        chunk = words[start:start + _FILL_WORDS]
+        pattern = np.zeros(1 << (len(chunk) - 1).bit_length(), np.uint64)
+        pattern[:len(chunk)] = chunk
+        fills.append(cl.enqueue_fill_buffer(queue, buf, pattern, 8 * start, pattern.nbytes,
+                                            wait_for=wait or None))
+    return buf, fills
 
 
 def _select(queue, codec, keys, rows, row_len, job, wait, allocator, policy, *, params=None,
@@ -216,7 +222,7 @@ def _select(queue, codec, keys, rows, row_len, job, wait, allocator, policy, *, 
         prepared = sel.planner.prepare_selection(key, queue.device, codec, fields, policy,
                                                  idx_bytes, program)
     alloc = checked_allocator(queue, allocator or sel.allocator, pools=sel._pools)
-    buf = _params_buffer(queue.context, params)
+    buf, wait = _params_buffer(queue, params, keys[0], alloc, wait)
     objs = (keys[0], values[0].base_data if values else None, buf,
             positions[0].base_data if positions else None, None)
     offsets = (keys[1], values[1] if values else 0, 0, positions[1] if positions else 0, 0)
