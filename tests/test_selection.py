@@ -375,7 +375,7 @@ def test_wait_for_and_events(queue, rng):
         # another thread: median's result read back right, then reading kthvalue's indices failed
         # (std::bad_cast, nanobind: "instance state has become corrupted" of an Event) and the
         # process died; each call alone behind the unset event returned, the three calls on the
-        # main thread did not return. The cause found since: each call made its parameter words
+        # main thread had not returned after 90 s. The cause as understood since: each call made its parameter words
         # a Buffer from host memory (COPY_HOST_PTR), which NVIDIA's OpenCL makes wait for the
         # queue's earlier commands (the median's, behind the user event), so the second call
         # waited on the host and ran on after the test went on. They now go by fill commands
