@@ -1,7 +1,7 @@
 """Autotuning: the disk cache (tuning), the planner's use of it, and the autotune harness (autotune)."""
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pyopencl as cl
@@ -260,3 +260,24 @@ def _autotune_with(ctx, monkeypatch, candidates, failing, error):
                                       seconds=0)
     assert list(winners) == [("uint32", 8)] and len(rows) == 1
     return log
+
+
+def test_concurrent_saves_keep_every_entry(cache):
+    """Autotune runs saving at once (threads here; processes take the same lock) each keep their
+    entries: the read, merge and write happen under one lock, each through its own temporary
+    file; no temporary file is left."""
+    import concurrent.futures
+    import glob
+    prof = DeviceProfile(name="Probe GPU", vendor="v", platform="p", driver_version="1",
+                         device_type="gpu", compute_units=4, local_mem_bytes=65536,
+                         max_wg_size=256, max_alloc_bytes=1 << 30, extensions=frozenset())
+    pol = SortPolicy("reduce_then_scan", 8, 128, 4, 4)
+
+    def save(lg):
+        tuning.save(prof, {("uint32", lg): replace(pol, items_per_thread=1 + lg % 8)})
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(save, range(10, 26)))
+    table = tuning.tuned_table(prof)
+    assert sorted(table) == [("uint32", lg) for lg in range(10, 26)]
+    assert all(table["uint32", lg].items_per_thread == 1 + lg % 8 for lg in range(10, 26))
+    assert glob.glob(str(cache.parent / "*.tmp")) == []

@@ -3,6 +3,12 @@ list, so that a kernel's argument names and types are written once (in its ``.ma
 
 A parameter is a pointer (it takes a Buffer) or a scalar whose OpenCL C type maps to a numpy
 dtype; names the program ``#define``s or ``typedef``s (KEY_T, INDEX_T, ...) are resolved first.
+
+Why not pyopencl's own readers: ``pyopencl.tools.parse_arg_list`` knows only the dtypes registered
+with it (not ``half`` unless registered, not a pointer to a program's struct such as top-k's
+``__global row_state*``) and none of a program's ``#define``s; ``Kernel.get_arg_info`` needs
+programs built with ``-cl-kernel-arg-info`` (a build option some drivers ignore) and answers only
+after the build, while a launch sequence's arguments are checked when it is made.
 """
 
 import re

@@ -176,6 +176,9 @@ class ProgramCache:
             self._sources.clear()
 
 
+# Per context, held weakly (the context's programs go with it), under a lock (threads share it).
+# pyopencl.tools.first_arg_dependent_memoize does neither: it keeps every context it saw alive in
+# a plain dict (its own comment says so), with the memory pools of what it cached.
 _caches: "weakref.WeakKeyDictionary[cl.Context, ProgramCache]" = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
 

@@ -45,6 +45,8 @@ except ImportError:  # pragma: no cover - older numpy
 Allocator = Callable[[int], cl.MemoryObjectHolder]
 Events = Optional[Sequence[Optional[cl.Event]]]
 
+# The shared objects of each context, held weakly and under a lock for the reasons of
+# core.render's program caches (pyopencl's first_arg_dependent_memoize keeps contexts alive).
 _sorters: weakref.WeakKeyDictionary[cl.Context, Sorter] = weakref.WeakKeyDictionary()
 _selectors: weakref.WeakKeyDictionary[cl.Context, Selector] = weakref.WeakKeyDictionary()
 _gathers: weakref.WeakKeyDictionary[cl.Context, Gather] = weakref.WeakKeyDictionary()

@@ -10,8 +10,10 @@ shape or type, and a tuned policy that cannot run on its device
 The autotune harness that finds the winners is :mod:`clradix.autotune`.
 """
 
+import contextlib
 import json
 import os
+import tempfile
 import warnings
 from dataclasses import asdict
 
@@ -89,17 +91,50 @@ def _entry_key(key):
 
 
 def save(profile, winners):
-    """Merge ``{(dtype, log2 n): SortPolicy}`` for this device into the cache file."""
+    """Merge ``{(dtype, log2 n): SortPolicy}`` for this device into the cache file.
+
+    Concurrent savers (autotune runs of several devices or processes) each keep every entry:
+    the read, merge and write happen under an exclusive lock on a file beside the cache (POSIX
+    ``flock``; where there is none, the last writer wins over a concurrent one), and each writer
+    writes its own temporary file, which replaces the cache in one step (readers see the old
+    file or the new one, never a part). Why a JSON file and not ``pytools.persistent_dict``
+    (which pyopencl brings): the file is the user's to read and edit, one object per device
+    identity, every field validated when it is read (policy_from_fields); a persistent dict
+    keeps pickled values in SQLite, which neither a user nor another clradix version reads."""
     path = cache_path()
-    devices = _read() if os.path.exists(path) else {}
-    entry = devices.get(profile.identity)
-    if not isinstance(entry, dict):  # none yet, or a broken one (tuned_table warned)
-        entry = devices[profile.identity] = {}
-    for (dtype, lg), pol in winners.items():
-        entry[f"{dtype}:{lg}"] = asdict(pol)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"format": FORMAT, "clradix": __version__, "devices": devices}, f, indent=1)
-    os.replace(tmp, path)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    with _locked(path + ".lock"):
+        devices = _read() if os.path.exists(path) else {}
+        entry = devices.get(profile.identity)
+        if not isinstance(entry, dict):  # none yet, or a broken one (tuned_table warned)
+            entry = devices[profile.identity] = {}
+        for (dtype, lg), pol in winners.items():
+            entry[f"{dtype}:{lg}"] = asdict(pol)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="tuning.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"format": FORMAT, "clradix": __version__, "devices": devices}, f,
+                          indent=1)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
     return path
+
+
+@contextlib.contextmanager
+def _locked(lock_path):
+    """An exclusive lock on ``lock_path`` for the ``with`` block (POSIX flock; none elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:   # pragma: no cover - Windows
+        yield
+        return
+    with open(lock_path, "a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
