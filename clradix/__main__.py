@@ -36,8 +36,9 @@ def _pick_device(spec):
             raise CommandLineError(str(exc)) from None
     found = matching_devices(spec)
     if not found:
-        raise CommandLineError(f"no OpenCL device that builds kernels matches {spec!r}; found: "
-                               f"{device_listing()}")
+        raise CommandLineError(f"no OpenCL device matches {spec!r} among those that build "
+                               f"kernels ({device_listing()}); `python -m clradix info` lists "
+                               f"them")
     return found[0]
 
 

@@ -244,9 +244,9 @@ def test_repeated_calls_plan_once_until_the_profile_changes(ctx, queue, rng, mon
 def test_nvidia_register_cap():
     """NVIDIA: the separate onesweep passes are built under a register cap (56 at 384 x 24 for
     integer keys of up to 4 bytes, 56 at 384 x 20 for float keys, 64 at 512 x 12 with values, 64
-    at 256 x 16 for 64-bit keys: NVIDIA_PASS_TILES), rendered without reqd_work_group_size (which makes NVIDIA's compiler
-    ignore the cap); the one-launch sorts, other vendors and a chosen max_registers are left
-    alone."""
+    at 256 x 16 for 64-bit keys: NVIDIA_PASS_TILES), rendered without reqd_work_group_size
+    (which makes NVIDIA's compiler ignore the cap); the one-launch sorts, other vendors and a
+    chosen max_registers are left alone."""
     from clradix.drivers.onesweep import capped_registers
     from clradix.core.render import render
     nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")

@@ -375,12 +375,12 @@ def test_wait_for_and_events(queue, rng):
         # another thread: median's result read back right, then reading kthvalue's indices failed
         # (std::bad_cast, nanobind: "instance state has become corrupted" of an Event) and the
         # process died; each call alone behind the unset event returned, the three calls on the
-        # main thread had not returned after 90 s. The cause as understood since: each call made its parameter words
-        # a Buffer from host memory (COPY_HOST_PTR), which NVIDIA's OpenCL makes wait for the
-        # queue's earlier commands (the median's, behind the user event), so the second call
-        # waited on the host and ran on after the test went on. They now go by fill commands
-        # (test_no_buffer_from_host_memory_inside_a_call); this test has not run on NVIDIA since,
-        # and a crash would end the whole run.
+        # main thread had not returned after 90 s. The cause as understood since: each call
+        # made its parameter words a Buffer from host memory (COPY_HOST_PTR), which NVIDIA's
+        # OpenCL makes wait for the queue's earlier commands (the median's, behind the user
+        # event), so the second call waited on the host and ran on after the test went on. They
+        # now go by fill commands (test_no_buffer_from_host_memory_inside_a_call); this test has
+        # not run on NVIDIA since, and a crash would end the whole run.
         pytest.skip("selection behind an unset user event: not yet run on NVIDIA's OpenCL since "
                     "the parameter words go by fill commands (see the comment)")
     x = no_overflow(rng, np.float32, (2, 300))

@@ -226,8 +226,9 @@ def _threshold_state(queue, sel, x, k, largest=True):
     def alloc(nbytes):
         blocks.append(cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbytes))
         return blocks[-1]
-    driver.sequence(job).run(queue, (a.data, values.data, None, indices.data, None),
-                             (0, 0, 0, 0, 0), alloc, None).wait()
+    driver.sequence(job).run(queue, radix_select.TopkOperands((a.data, 0), (values.data, 0),
+                                                              (indices.data, 0)),
+                             alloc, None).wait()
     ix = np.dtype(plan.index_np)
     state_t = np.dtype([("pkey", "<u8"), ("ppos", ix), ("need", ix), ("count", ix),
                         ("src_count", ix), ("digits", "<u4"), ("bucket", "<u4"),

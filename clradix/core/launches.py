@@ -9,10 +9,12 @@ sizes of the temporaries. A call then only allocates the temporaries (from the q
 pool), sets the arguments that name its buffers and offsets, and enqueues: no planning,
 rendering, argument typing or numpy scalars.
 
-Operands are slots: the caller's five buffers (``KEYS_IN``, ``KEYS_OUT``, ``VALS_IN``,
-``VALS_OUT``, ``SEGMENTS``; an operation names its own operands by them) and then the
-temporaries; in a launch's argument list ``Buf(slot)`` stands for the slot's buffer and
-``Off(slot)`` for its element offset (a temporary's offset is the constant 0).
+Operands are slots: each operation names its operands in a small NamedTuple of its own (the
+sorts' :class:`SortOperands`, top-k's and the selection's beside their drivers), whose fields a
+call fills with (buffer, element offset) pairs, None where it has no such operand; a field's
+position is its slot (``slots(Operands)``), and the sequence's temporaries follow. In a launch's
+argument list ``Buf(slot)`` stands for the slot's buffer and ``Off(slot)`` for its element
+offset (a temporary's offset is the constant 0).
 
 Kernel arguments persist in an OpenCL kernel object, so each launch position of a driver (the
 k-th launch of a kernel in its sequences) has a kernel object of its own, shared by the driver's
@@ -23,12 +25,30 @@ lock guarantees it.
 """
 
 import struct
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyopencl as cl
 
-KEYS_IN, KEYS_OUT, VALS_IN, VALS_OUT, SEGMENTS = range(5)
-CALLER_SLOTS = 5
+
+class SortOperands(NamedTuple):
+    """A sort's operands, each a (buffer, element offset) pair or None: the keys it reads and
+    where it writes them (one buffer in place), the values likewise (argsort: the indices in
+    ``vals_out``), and a segmented sort's offsets."""
+
+    keys_in: Any
+    keys_out: Any
+    vals_in: Any = None
+    vals_out: Any = None
+    segments: Any = None
+
+
+def slots(operands_type):
+    """The slot of each field of an operation's operands type, in field order."""
+    return tuple(range(len(operands_type._fields)))
+
+
+KEYS_IN, KEYS_OUT, VALS_IN, VALS_OUT, SEGMENTS = slots(SortOperands)
 
 # pyopencl's generated kernel invokers set packed scalars with this method (no numpy scalar, no
 # argument-type lookup); Kernel.set_arg is the portable fallback (about 10 us per scalar on PoCL).
@@ -187,6 +207,9 @@ class LaunchSequence:
 
     def __init__(self, driver):
         self.driver = driver
+        #: the operation's operands type (``driver.Operands``): its fields are the first slots
+        self.operands = driver.Operands
+        self._caller_slots = len(self.operands._fields)
         self.steps = []
         self.temp_sizes = []
         self._positions = {}
@@ -194,7 +217,7 @@ class LaunchSequence:
     def temp(self, nbytes):
         """A temporary of ``nbytes`` bytes for each call: its slot, as ``(Buf(slot), 0)``."""
         self.temp_sizes.append(max(int(nbytes), 1))
-        return Buf(CALLER_SLOTS + len(self.temp_sizes) - 1), 0
+        return Buf(self._caller_slots + len(self.temp_sizes) - 1), 0
 
     def launch(self, name, kernel_name, gsize, lsize, args):
         """A launch of the driver's kernel ``kernel_name``; ``args`` in the kernel's order: Buf and
@@ -244,18 +267,22 @@ class LaunchSequence:
         """The commands' names, in order (what a driver's trace records)."""
         return [s.name for s in self.steps]
 
-    def run(self, queue, buffers, offsets, alloc, wait, trace=None, in_order=False):
-        """Enqueue the sequence after the events ``wait`` (a list, may be empty): ``buffers`` and
-        ``offsets`` are the caller's five slots (None where unused), temporaries come from
-        ``alloc(nbytes)``. Returns the last command's event; ``trace`` (a list or None) gets
-        (name, event) of each command.
+    def run(self, queue, operands, alloc, wait, trace=None, in_order=False):
+        """Enqueue the sequence after the events ``wait`` (a list, may be empty): ``operands`` is
+        the call's operands (the driver's ``Operands``: (buffer, element offset) pairs, None where
+        unused), temporaries come from ``alloc(nbytes)``. Returns the last command's event;
+        ``trace`` (a list or None) gets (name, event) of each command.
 
         On an out-of-order queue each command waits for the event of the one before. On an
         ``in_order`` queue only the first command waits (for ``wait``): the queue already runs the
         commands one after the other with the memory of each visible to the next, and an event
         wait list is not free there (NVIDIA's runtime spends host time on each).
         """
-        objs = list(buffers)
+        if operands.__class__ is not self.operands:
+            raise TypeError(f"expected {self.operands.__name__}, got "
+                            f"{operands.__class__.__name__}")
+        objs = [None if o is None else o[0] for o in operands]
+        offsets = [0 if o is None else o[1] for o in operands]
         if self.temp_sizes:
             objs.extend([alloc(nb) for nb in self.temp_sizes])
         evt = None

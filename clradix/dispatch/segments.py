@@ -12,6 +12,7 @@ import pyopencl.array as cl_array
 
 from ..core.arguments import (Operand, check_aligned, check_context, check_outputs, host_array,
                               refuse_pending_user_events)
+from ..core.launches import SortOperands
 from ..core.sizes import index_type
 from ..drivers.segmented import SegmentJob
 
@@ -113,9 +114,9 @@ def sort_segments(sorter, queue, codec, keys, vals, segments, *, descending, beg
                   "the call sort nothing)")
     vals_io = job_vals[0] or (None, 0)
     out = job_vals[1] if argsort else (None, 0)
-    buffers = (keys.buffer, None, vals_io[0], out[0], seg.buffer)
-    offsets = (keys.offset, 0, vals_io[1], out[1], seg.offset)
-    return _run(sorter, queue, codec, job, max(n, nseg + 1), off_t, buffers, offsets, wait,
+    operands = SortOperands(keys.at(), None, vals_io if vals_io[0] is not None else None,
+                            out if argsort else None, seg.at())
+    return _run(sorter, queue, codec, job, max(n, nseg + 1), off_t, operands, wait,
                 allocator)
 
 
@@ -148,9 +149,8 @@ def sort_rows(sorter, queue, codec, keys, rows, row_len, *, descending=False, ar
         return cl.enqueue_marker(queue, wait_for=done)
     job = SegmentJob(n, 0, codec.bits, bool(descending), argsort, vals[2], rows, row_len)
     out = vals[1] if argsort else (None, 0)
-    buffers = (keys.buffer, None, None, out[0], None)
-    offsets = (keys.offset, 0, 0, out[1], 0)
-    return _run(sorter, queue, codec, job, n, "int", buffers, offsets, list(wait), allocator)
+    operands = SortOperands(keys.at(), None, vals_out=out if argsort else None)
+    return _run(sorter, queue, codec, job, n, "int", operands, list(wait), allocator)
 
 
 # On a CPU, rows of at least this many keys, fewer than two per compute unit, are each sorted by
@@ -164,7 +164,7 @@ def _rows_as_whole_sorts(device, rows, row_len):
             and rows < 2 * device.max_compute_units)
 
 
-def _run(sorter, queue, codec, job, size, off_t, buffers, offsets, wait, allocator):
+def _run(sorter, queue, codec, job, size, off_t, operands, wait, allocator):
     """Enqueue the prepared work of ``job`` through the Sorter's planner."""
     index_name, index_np = index_type(size)
     key = ("segments", queue.device.int_ptr, codec.dtype, index_name, off_t, job)
@@ -173,5 +173,5 @@ def _run(sorter, queue, codec, job, size, off_t, buffers, offsets, wait, allocat
         prepared = sorter.planner.prepare_segments(key, queue.device, codec, index_name,
                                                    index_np, off_t, job)
     alloc = sorter.temporaries(queue, allocator)
-    evt = prepared.run(queue, buffers, offsets, alloc, wait)
+    evt = prepared.run(queue, operands, alloc, wait)
     return evt if evt is not None else cl.enqueue_marker(queue, wait_for=wait or None)

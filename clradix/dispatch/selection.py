@@ -58,7 +58,7 @@ from ..core.arguments import attach_event, check_outputs
 from ..core.keys import key_codec
 from ..core.memory import checked_allocator
 from ..core.sizes import check_index_dtype
-from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE
+from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE, SelectOperands
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
 from .api import (_axis, _c_contiguous, _c_strides, _checked_input, _context, _gather_for,
                   _host_result, _result, _temp, _to_device, argsort, selector_for, sort,
@@ -223,10 +223,10 @@ def _select(queue, codec, keys, rows, row_len, job, wait, allocator, policy, *, 
                                                  idx_bytes, program)
     alloc = checked_allocator(queue, allocator or sel.allocator, pools=sel._pools)
     buf, wait = _params_buffer(queue, params, keys[0], alloc, wait)
-    objs = (keys[0], values[0].base_data if values else None, buf,
-            positions[0].base_data if positions else None, None)
-    offsets = (keys[1], values[1] if values else 0, 0, positions[1] if positions else 0, 0)
-    evt = prepared.run(queue, objs, offsets, alloc, wait)
+    operands = SelectOperands((keys[0], keys[1]),
+                              (values[0].base_data, values[1]) if values else None, (buf, 0),
+                              (positions[0].base_data, positions[1]) if positions else None)
+    evt = prepared.run(queue, operands, alloc, wait)
     return evt
 
 

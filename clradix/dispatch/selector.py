@@ -21,7 +21,7 @@ from ..core.keys import key_codec
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
 from ..core.sizes import check_index_dtype
-from ..drivers.radix_select import global_sorts
+from ..drivers.radix_select import TopkOperands, global_sorts
 from ..planning.planner import Planner, topk_driver_class
 from ..policies.overrides import check_overrides
 from ..policies.topk import TopkPolicy
@@ -149,10 +149,10 @@ class Selector:
         the output Arrays); the event of its last command."""
         alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
         prepared.driver.trace = self.trace
-        buffers = (keys, values.base_data, None, indices.base_data, None)
-        offsets = (keys_off, values.offset // values.dtype.itemsize, 0,
-                   indices.offset // indices.dtype.itemsize, 0)
-        return prepared.run(queue, buffers, offsets, alloc, wait)
+        operands = TopkOperands((keys, keys_off),
+                                (values.base_data, values.offset // values.dtype.itemsize),
+                                (indices.base_data, indices.offset // indices.dtype.itemsize))
+        return prepared.run(queue, operands, alloc, wait)
 
     def temp_bytes(self, rows: int, row_len: int, k: int, dtype: DTypeLike = np.uint32, *,
                    sorted: bool = True, device: Optional[cl.Device] = None) -> int:

@@ -18,6 +18,7 @@ from ..core.arguments import (Operand, attach_event, check_n, check_outputs, che
 from ..core.keys import key_codec, value_cl_type
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
+from ..core.launches import SortOperands
 from ..core.sizes import check_index_dtype
 from ..drivers.digit_passes import digit_passes
 from ..planning.planner import Planner
@@ -137,11 +138,10 @@ class Sorter:
             return self._done(queue, evt, wait, keys, vals)
         if n <= 1 or begin_bit == end_bit:
             return self._done(queue, None, wait, keys, vals)
-        kb, ko = keys.buffer, keys.offset   # in place: in and out are one
-        vb, vo = (vals.buffer, vals.offset) if vals else (None, 0)
+        vat = vals.at() if vals else None   # in place: in and out are one
         evt = self._enqueue(queue, codec, vals.dtype.itemsize if vals else 0, n, begin_bit,
-                            end_bit, descending, False, (kb, kb, vb, vb, None),
-                            (ko, ko, vo, vo, 0), allocator, wait, checked)
+                            end_bit, descending, False,
+                            SortOperands(keys.at(), keys.at(), vat, vat), allocator, wait, checked)
         return self._done(queue, evt, wait, keys, vals)
 
     def argsort(self, queue: cl.CommandQueue, keys: Union[cl.MemoryObjectHolder, cl_array.Array], *,
@@ -183,8 +183,8 @@ class Sorter:
             return out_arr, self._done(queue, None, wait, o)
         # (n == 1 or no bit to sort by: the driver's sequence writes the indices in order)
         evt = self._enqueue(queue, codec, idx_dtype.itemsize, n, begin_bit, end_bit, descending,
-                            True, (k.buffer, None, None, o.buffer, None),
-                            (k.offset, 0, 0, o.offset, 0), allocator, wait, checked)
+                            True, SortOperands(k.at(), None, vals_out=o.at()), allocator, wait,
+                            checked)
         return out_arr, self._done(queue, evt, wait, o)
 
     def _index_output(self, queue, out, index_dtype, n, allocator):
@@ -342,14 +342,14 @@ class Sorter:
         checked = self._check_queue(queue)
         if out is None:
             return self._enqueue(queue, codec, 0, n, 0, codec.bits, descending, False,
-                                 (keys, keys, None, None, None), (keys_off, keys_off, 0, 0, 0),
-                                 allocator, wait, checked)
+                                 SortOperands((keys, keys_off), (keys, keys_off)), allocator,
+                                 wait, checked)
         return self._enqueue(queue, codec, index_bytes, n, 0, codec.bits, descending, True,
-                             (keys, None, None, out, None), (keys_off, 0, 0, out_off, 0),
+                             SortOperands((keys, keys_off), None, vals_out=(out, out_off)),
                              allocator, wait, checked)
 
     def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
-                 buffers, offsets, allocator, wait, checked):
+                 operands, allocator, wait, checked):
         """Enqueue the prepared work of the call configuration (sort and argsort alike; planned,
         built and made ready by the planner on its first call)."""
         _, in_order, device, _ = checked
@@ -358,7 +358,7 @@ class Sorter:
         alloc = None
         if prepared.sequence.temp_sizes:
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
-        return prepared.run(queue, buffers, offsets, alloc, wait, in_order)
+        return prepared.run(queue, operands, alloc, wait, in_order)
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""

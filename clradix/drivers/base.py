@@ -9,15 +9,16 @@ segmented, radix select) offers the planner and the host orchestration.
   for, without building anything;
 - ``sequence(job)`` turns a job (a call configuration: sizes, bit range, direction, which
   operands) into a ready :class:`~clradix.core.launches.LaunchSequence`, the one path by which
-  kernels are enqueued; the planner keeps it, and a call runs it with the caller's operands in
-  the slots of clradix.core.launches.
+  kernels are enqueued; the planner keeps it, and a call runs it with its operands, an instance
+  of the driver's ``Operands`` type (core.launches: SortOperands; top-k's and the selection's
+  beside their drivers).
 """
 
 from typing import NamedTuple, Sequence, Tuple
 
 import pyopencl as cl
 
-from ..core.launches import KernelSlot
+from ..core.launches import KernelSlot, SortOperands
 from ..core.limits import check_work_groups
 
 
@@ -38,6 +39,8 @@ class Driver:
 
     #: when a list, a run appends (command name, event) of each of its commands (profiling)
     trace = None
+    #: the operands type of the driver's operation (core.launches): its fields are the slots
+    Operands: type = SortOperands
 
     def __init__(self, programs, device, profile, wg_size, builds):
         self.device = device

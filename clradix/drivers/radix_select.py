@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from ..core.launches import KEYS_IN, KEYS_OUT, VALS_OUT, Buf, LaunchSequence, Off
+from ..core.launches import Buf, LaunchSequence, Off, SortOperands, slots
 from ..core.sizes import cl_index_name, round_up
 from ..policies.topk import DIGIT_BITS, RADIX
 from .base import Build, Driver
@@ -32,7 +32,16 @@ STATE_BYTES = 64
 # The parts of the one allocation start at multiples of 4 KiB (any element type, any vector load).
 _ALIGN = 4096
 # The operands' slots: the keys, the values and the indices handed back.
-KEYS, VALUES, INDICES = KEYS_IN, KEYS_OUT, VALS_OUT
+class TopkOperands(NamedTuple):
+    """A top-k call's operands, (buffer, element offset) pairs: the keys' rows, and where the
+    values and the indices (positions in their rows) go."""
+
+    keys: Any
+    values: Any
+    indices: Any
+
+
+KEYS, VALUES, INDICES = slots(TopkOperands)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class RadixSelect(Driver):
     (contract: base.py)."""
 
     template = "radix_select.cl.mako"
+    Operands = TopkOperands
     #: the threshold pass's program (plan.sample): topk_sample and topk_pass_t
     threshold_template = "radix_select_threshold.cl.mako"
 
@@ -160,12 +170,11 @@ class RadixSelect(Driver):
         m, sorts = job.rows * job.k, job.sorts
         sel_key, gidx = int(own[0]), int(own[1])
         row_of = int(own[2]) if job.rows > 1 else None
-        at = (0, 0, 0, 0, 0)
 
         def in_place(sort, keys_slot, values_slot):
             return lambda queue, objs, alloc, wait: sort.run(
-                queue, (objs[keys_slot], objs[keys_slot], objs[values_slot], objs[values_slot],
-                        None), at, alloc, wait)
+                queue, SortOperands((objs[keys_slot], 0), (objs[keys_slot], 0),
+                                    (objs[values_slot], 0), (objs[values_slot], 0)), alloc, wait)
         by_index, by_key = in_place(sorts.by_index, gidx, sel_key), in_place(sorts.by_key,
                                                                               sel_key, gidx)
         seq.call("sort by index, then key", lambda queue, objs, offsets, alloc, wait:

@@ -14,17 +14,26 @@ rs_count, rs_scatter; or rs_count, rs_locate.
 """
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
-from ..core.launches import KEYS_IN, KEYS_OUT, VALS_IN, VALS_OUT, Buf, LaunchSequence, Off
+from ..core.launches import Buf, LaunchSequence, Off, slots
 from ..core.sizes import cl_index_name, round_up
 from ..policies.selection import MAX_RANKS
 from .base import Build, Driver
 from .radix_select import carve_offsets
 
-# The operands' slots: the keys, the values written (results, or the split's keys), the
-# positions written, and the call's parameters (ranks, or quantiles: 64-bit words).
-KEYS, VALUES, POSITIONS, PARAMS = KEYS_IN, KEYS_OUT, VALS_OUT, VALS_IN
+class SelectOperands(NamedTuple):
+    """A selection's operands, (buffer, element offset) pairs or None: the keys, the values
+    written (results, or the split's keys), the call's parameters (ranks, or quantiles: 64-bit
+    words) and the positions written."""
+
+    keys: Any
+    values: Any
+    params: Any
+    positions: Any
+
+
+KEYS, VALUES, PARAMS, POSITIONS = slots(SelectOperands)
 
 # Bytes of one row state: the template's sel_state (checked against it when the program
 # compiles): five 8-byte fields per rank slot and one 4-byte, three 8-byte and two 4-byte fields.
@@ -63,6 +72,8 @@ class SelectJob:
 class RankSelect(Driver):
     """Builds the rank select's kernels for one SelectionPlan (and, with ``values`` = (op, res),
     the medians' or quantiles' program) and makes SelectJobs ready (contract: base.py)."""
+
+    Operands = SelectOperands
 
     template = "rank_select.cl.mako"
     values_template = "rank_values.cl.mako"

@@ -8,14 +8,15 @@ list of k pairs per chunk, a count per chunk, and a merge scratch of 2k pairs pe
 allocation, its parts at 4 KiB-aligned byte offsets (no sub-buffers), as the radix select's.
 """
 
-from ..core.launches import KEYS_IN, KEYS_OUT, VALS_OUT, Buf, LaunchSequence, Off
+from ..core.launches import Buf, LaunchSequence, Off
 from ..core.sizes import cl_index_name
 from .base import Build, Driver
-from .radix_select import carve_offsets
+from .radix_select import INDICES, KEYS, VALUES, TopkOperands, carve_offsets
 
 
 class TopkChunks(Driver):
     template = "topk_chunks.cl.mako"
+    Operands = TopkOperands
 
     def __init__(self, programs, device, plan, codec):
         self.codec = codec
@@ -42,11 +43,11 @@ class TopkChunks(Driver):
         off, total = carve_offsets(self._parts(plan, self.codec, job.rows, k))
         block = seq.temp(total)[0]
         chunk_len = -(-job.row_len // plan.groups)
-        keys = (Buf(KEYS_IN), Off(KEYS_IN))
+        keys = (Buf(KEYS), Off(KEYS))
         seq.launch("tc_chunk", "tc_chunk", (plan.groups, job.rows), (1, 1),
                    [*keys, job.row_len, k, chunk_len, plan.groups, plan.cap,
                     self.codec.flip(job.largest), block, *off[:5]])
         seq.launch("tc_merge", "tc_merge", (job.rows,), (1,),
                    [*keys, job.row_len, k, plan.groups, block, *off[2:],
-                    Buf(KEYS_OUT), Off(KEYS_OUT), Buf(VALS_OUT), Off(VALS_OUT)])
+                    Buf(VALUES), Off(VALUES), Buf(INDICES), Off(INDICES)])
         return seq

@@ -92,12 +92,11 @@ class Prepared:
     def __init__(self, driver, sequence, lock, plan=None):
         self.driver, self.sequence, self.plan, self._lock = driver, sequence, plan, lock
 
-    def run(self, queue, buffers, offsets, alloc, wait, in_order=False):
-        """Enqueue the sequence with the caller's operands (see LaunchSequence.run); the event
-        of its last command, or None when it has none."""
+    def run(self, queue, operands, alloc, wait, in_order=False):
+        """Enqueue the sequence with the call's operands (the driver's Operands; see
+        LaunchSequence.run); the event of its last command, or None when it has none."""
         with self._lock:
-            return self.sequence.run(queue, buffers, offsets, alloc, wait, self.driver.trace,
-                                     in_order)
+            return self.sequence.run(queue, operands, alloc, wait, self.driver.trace, in_order)
 
 
 class Planner:
