@@ -10,7 +10,7 @@ from clradix.core.device import DeviceProfile
 from clradix.core.keys import KEY_DTYPES, key_codec
 from clradix.policies.fit import ranking_backends
 
-from conftest import check_sort
+from conftest import check_sort, on_pocl
 from data import DISTRIBUTIONS, finite, float_specials, uniform
 
 DTYPES = [np.dtype(d) for d in KEY_DTYPES]
@@ -219,14 +219,20 @@ def test_onesweep_refused():
 
 FUSED_DTYPES = [("uint8", 2), ("int16", 8), ("float16", 4), ("float32", 8), ("int32", 4),
                 ("float64", 8), ("uint64", 4)]
+# one per key width (1, 2, 4, 8 bytes), every transform and digit width among them
+POCL_FUSED = {("uint8", 2), ("float16", 4), ("int32", 4), ("float64", 8)}
 
 
 @pytest.mark.parametrize("dtype,radix_bits", FUSED_DTYPES,
                          ids=[f"{d}-{rb}" for d, rb in FUSED_DTYPES])
 def test_fused_passes(ctx, queue, rng, dtype, radix_bits):
     """The histogram, the scan and every digit pass in one launch: every op, both directions,
-    sizes from one key to many tiles, with every ranking back-end of the device."""
+    sizes from one key to many tiles, with every ranking back-end of the device. PoCL, where
+    each is a GPU-shaped program that compiles for seconds (and which never fuses the passes),
+    takes one case per key width; Intel's runtime and GPUs take all."""
     needs_fused(ctx)
+    if on_pocl(ctx) and (dtype, radix_bits) not in POCL_FUSED:
+        pytest.skip("on PoCL one fused case per key width (POCL_FUSED)")
     for ranking in backends(ctx):
         sorter = make(ctx, ranking, radix_bits=radix_bits, fused_passes=True)
         for n in (0, 1, 2, TILE - 1, TILE + 1, 29 * TILE + 7):
