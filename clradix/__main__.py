@@ -28,18 +28,11 @@ class CommandLineError(Exception):
 
 
 def _pick_device(spec):
-    from .core.device import default_device, device_listing, matching_devices
-    if spec is None:
-        try:
-            return default_device()
-        except RuntimeError as exc:  # no usable device, or CLRADIX_DEVICE matching none
-            raise CommandLineError(str(exc)) from None
-    found = matching_devices(spec)
-    if not found:
-        raise CommandLineError(f"no OpenCL device matches {spec!r} among those that build "
-                               f"kernels ({device_listing()}); `python -m clradix info` lists "
-                               f"them")
-    return found[0]
+    from .core.device import default_device, device_for
+    try:
+        return default_device() if spec is None else device_for(spec)
+    except RuntimeError as exc:  # no usable device, or a spec (CLRADIX_DEVICE too) matching none
+        raise CommandLineError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- argument types (argparse type=)

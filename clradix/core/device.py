@@ -177,6 +177,18 @@ def matching_devices(spec):
     return [d for d in picked if can_build(d)]
 
 
+def device_for(spec, source=""):
+    """The first device that builds kernels and matches ``spec`` (matching_devices); where none
+    does, a RuntimeError naming the spec (after ``source``, such as "CLRADIX_DEVICE=") and
+    listing every device."""
+    found = matching_devices(spec)
+    if not found:
+        raise RuntimeError(f"no OpenCL device matches {source}{str(spec).strip()!r} among those "
+                           f"that build kernels ({device_listing()}); `python -m clradix info` "
+                           f"lists them")
+    return found[0]
+
+
 def default_device():
     """The device clradix uses when the caller names none: the first match of ``CLRADIX_DEVICE``
     (an index in ``python -m clradix info``'s list or a name substring) when it is set, else
@@ -187,12 +199,7 @@ def default_device():
     import os
     spec = os.environ.get(DEVICE_ENV, "").strip()
     if spec:
-        found = matching_devices(spec)
-        if not found:
-            raise RuntimeError(f"{DEVICE_ENV}={spec!r} matches no OpenCL device that builds "
-                               f"kernels; found: {device_listing()} (set it to an index or a "
-                               f"name substring of one of them, or unset it)")
-        return found[0]
+        return device_for(spec, f"{DEVICE_ENV}=")
     if os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False).devices[0]
     devices = all_devices()
