@@ -43,9 +43,10 @@ class Onesweep(DigitPasses):
     def builds(self, params, options, iota):
         """Under a register cap (capped_registers) two programs of the template: os_histogram and
         os_bins of work-groups of at most PREP_WG (stated, and without the cap), then os_pass
-        under the cap. NVIDIA reports os_histogram to run at most 256 work-items a group whether
-        or not it shares the pass's cap or states a larger size, so it cannot take the pass's
-        384. Otherwise one program of the three, every kernel of the policy's work-group."""
+        under the cap, which the histogram and the bins do not need. (NVIDIA reports 256
+        work-items a group for every kernel that does not state its size, whatever it runs:
+        core/limits.py, capped_wg_limit, gives a capped kernel its real limit.) Otherwise one
+        program of the three, every kernel of the policy's work-group."""
         self.prep_wg = params["wg"]
         if params["reqd_wg"]:
             return super().builds(params, options, iota)
