@@ -658,3 +658,26 @@ static inline void ${name}(${params}, uint size, uint lid)
     }
 }
 </%def>
+
+## The pragmas of a program that ranks with subgroups: 64-bit atomic counters (index_t "ulong")
+## and the ranking back-end's subgroup extensions (onesweep_steps.mako, tile_steps.mako).
+<%def name="subgroup_pragmas(backend, index_t)">\
+% if index_t == "ulong":
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+% endif
+% if backend == "khr":
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#pragma OPENCL EXTENSION cl_khr_subgroup_ballot : enable
+% elif backend == "intel":
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+% endif
+</%def>
+
+## SG_ATTR: the subgroup width a kernel of the khr or intel back-end states (nothing elsewhere).
+<%def name="sg_attr_define(backend)">\
+% if backend in ("khr", "intel"):
+#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
+% else:
+#define SG_ATTR
+% endif
+</%def>

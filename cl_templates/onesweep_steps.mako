@@ -13,26 +13,14 @@
     assert wg % sg_size == 0 and sg_size <= 32
     assert wg * ipt < 1 << 16, "a key's rank shares a 32-bit word with its digit"
 %>\
-% if index_t == "ulong":
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-% endif
-% if backend == "khr":
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
-#pragma OPENCL EXTENSION cl_khr_subgroup_ballot : enable
-% elif backend == "intel":
-#pragma OPENCL EXTENSION cl_intel_subgroups : enable
-% endif
+${common.subgroup_pragmas(backend, index_t)}
 ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, wg, ipt,
                       value_t)}
 #define SG ${sg_size}
 #define NW ${wg // sg_size}
 /* digits per work-item: work-item lid owns digits lid, lid + WG, ... */
 #define DPI ${-(-RADIX // wg)}
-% if backend in ("khr", "intel"):
-#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
-% else:
-#define SG_ATTR
-% endif
+${common.sg_attr_define(backend)}
 /* the work-group size the kernels are built for: stated, except under a register cap, which
    NVIDIA's compiler ignores on a kernel that states it (drivers/onesweep.py, capped_registers) */
 #define WG_ATTR ${"__attribute__((reqd_work_group_size(WG, 1, 1)))" if reqd_wg else ""}

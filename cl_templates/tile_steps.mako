@@ -15,24 +15,12 @@
     assert wg % sg_size == 0 and sg_size <= 32
     assert wg * ipt < 65536, "tile positions are kept in ushort and ranks share a word with digits"
 %>\
-% if index_t == "ulong":
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-% endif
-% if backend == "khr":
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
-#pragma OPENCL EXTENSION cl_khr_subgroup_ballot : enable
-% elif backend == "intel":
-#pragma OPENCL EXTENSION cl_intel_subgroups : enable
-% endif
+${common.subgroup_pragmas(backend, index_t)}
 ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, 8, wg, ipt, value_t)}
 #define SG ${sg_size}
 #define NW ${wg // sg_size}
 ${common.step_define()}
-% if backend in ("khr", "intel"):
-#define SG_ATTR __attribute__((intel_reqd_sub_group_size(SG)))
-% else:
-#define SG_ATTR
-% endif
+${common.sg_attr_define(backend)}
 
 ${common.sg_primitives(backend, sg_size, wg, 9)}
 ${common.counter_fns(index_t)}
