@@ -189,11 +189,12 @@ STEP bool hand_on_skipped(row_state st, __global row_state* state_next,
 % endif
 % if passes:
 
-/* Pass 0: counts digit 0 of the row; nothing is taken or written. */
+<%def name="pass_kernel(name, p)">\
+## One digit pass of the selection: p 0 (counts only), 1, or None (p >= 2 from p_arg)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_pass_0(${steps.pass_params("uint p_arg")})
+void ${name}(${steps.pass_params("uint p_arg")})
 {
-    const uint p = 0;
+    const uint p = ${"p_arg" if p is None else p};
     const uint row = get_group_id(1);
     const uint g = get_group_id(0);
     const uint rows = get_num_groups(1);
@@ -201,39 +202,16 @@ void topk_pass_0(${steps.pass_params("uint p_arg")})
 ${steps.pass_locals("loc")}
     const row_state st = *state_copy(temp, state_off, p & 1, rows, row);
     __global row_state* state_next = state_copy(temp, state_off, (p + 1) & 1, rows, row);
-% if sample:
+% if p == 0 and sample:
     if (hand_on_skipped(st, state_next, row_counters(temp, counters_off, row), g, lid))
         return;
 % endif
     if (hand_on_done(st, state_next, g, lid))
         return;
-    pass_filter f = filter_of(st, p, pos_bits, flip);
+    ${"const " if p is None else ""}pass_filter f = filter_of(st, p, pos_bits, flip);
+% if p == 0:
     f.last = f.from_cands = f.write = false;   /* nothing decided yet */
-    const pass_io io = pass_io_of(p, row, f.from_cands, st.src_count, keys, keys_off, row_len, k,
-                                  cap, idx_row_mul, temp, hist_off, counters_off, cand_key0_off,
-                                  cand_pos0_off, cand_key1_off, cand_pos1_off, out_key,
-                                  out_key_off, out_idx, out_idx_off);
-    clear_pass_locals(loc, lid);
-    count_tiles(io, f, g, groups_per_row, loc.hist, lid);
-    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, 0, loc, lid);
-}
-
-/* Pass 1: reads the row (or, after topk_pass_t, its candidates); takes and writes. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_pass_1(${steps.pass_params("uint p_arg")})
-{
-    const uint p = 1;
-    const uint row = get_group_id(1);
-    const uint g = get_group_id(0);
-    const uint rows = get_num_groups(1);
-    const uint lid = get_local_id(0);
-${steps.pass_locals("loc")}
-    const row_state st = *state_copy(temp, state_off, p & 1, rows, row);
-    __global row_state* state_next = state_copy(temp, state_off, (p + 1) & 1, rows, row);
-    if (hand_on_done(st, state_next, g, lid))
-        return;
-    pass_filter f = filter_of(st, p, pos_bits, flip);
-% if not sample:
+% elif p == 1 and not sample:
     f.from_cands = false;   /* pass 0 writes no candidates */
 % endif
     const pass_io io = pass_io_of(p, row, f.from_cands, st.src_count, keys, keys_off, row_len, k,
@@ -241,33 +219,22 @@ ${steps.pass_locals("loc")}
                                   cand_pos0_off, cand_key1_off, cand_pos1_off, out_key,
                                   out_key_off, out_idx, out_idx_off);
     clear_pass_locals(loc, lid);
+% if p == 0:
+    count_tiles(io, f, g, groups_per_row, loc.hist, lid);
+% else:
     select_tiles(io, f, g, groups_per_row, loc, lid);
+% endif
     finish_pass(st, p, pos_bits, groups_per_row, io, state_next, 0, loc, lid);
 }
+</%def>\
+/* Pass 0: counts digit 0 of the row; nothing is taken or written. */
+${pass_kernel("topk_pass_0", 0)}
+
+/* Pass 1: reads the row (or, after topk_pass_t, its candidates); takes and writes. */
+${pass_kernel("topk_pass_1", 1)}
 
 /* Pass p >= 2 (p from p_arg): reads the row or the candidates of pass p - 1. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void topk_pass(${steps.pass_params("uint p_arg")})
-{
-    const uint p = p_arg;
-    const uint row = get_group_id(1);
-    const uint g = get_group_id(0);
-    const uint rows = get_num_groups(1);
-    const uint lid = get_local_id(0);
-${steps.pass_locals("loc")}
-    const row_state st = *state_copy(temp, state_off, p & 1, rows, row);
-    __global row_state* state_next = state_copy(temp, state_off, (p + 1) & 1, rows, row);
-    if (hand_on_done(st, state_next, g, lid))
-        return;
-    const pass_filter f = filter_of(st, p, pos_bits, flip);
-    const pass_io io = pass_io_of(p, row, f.from_cands, st.src_count, keys, keys_off, row_len, k,
-                                  cap, idx_row_mul, temp, hist_off, counters_off, cand_key0_off,
-                                  cand_pos0_off, cand_key1_off, cand_pos1_off, out_key,
-                                  out_key_off, out_idx, out_idx_off);
-    clear_pass_locals(loc, lid);
-    select_tiles(io, f, g, groups_per_row, loc, lid);
-    finish_pass(st, p, pos_bits, groups_per_row, io, state_next, 0, loc, lid);
-}
+${pass_kernel("topk_pass", None)}
 % if fused:
 
 /* topk_fused's start, by work-item 0 for its group: a virtual id from the launch's counter
