@@ -36,18 +36,6 @@
     def line_keys(bits):
         return 64 * 8 // bits
     value_bytes = {"uchar": 1, "ushort": 2, "uint": 4, "ulong": 8, "uint4": 16}.get(value_t, 0)
-
-    def line_copy(dst, src, width):
-        """OpenCL C copying one line of WC elements of `width` bytes from src to dst: as 16-word
-        vectors where the line is word-aligned (keys' lines are aligned to the line, values of
-        4 bytes or more to a word), else element by element."""
-        nbytes = line_keys(key_bits) * width
-        if width >= 4 or src == "kbuf":
-            return (f"{{ __global uint* to_ = (__global uint*)({dst}); "
-                    f"__global const uint* from_ = (__global const uint*)({src}); "
-                    f"for (uint j = 0; j < {nbytes // 4}; ++j) to_[j] = from_[j]; }}")
-        return (f"{{ __global VALUE_T* to_ = {dst}; "
-                f"for (uint j = 0; j < WC; ++j) to_[j] = ({src})[j]; }}")
 %>
 ${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, 1, 1,
                       value_t)}
@@ -272,6 +260,16 @@ ${top_digit()}
         counts[(INDEX_T)d * chunks + c] = hist[d] + hist[RADIX + d];
 }
 
+## C copying one line of WC elements of `width` bytes from src to dst: as words where the line is
+## word-aligned (keys' lines are aligned to the line, values of 4 bytes or more to a word), else
+## element by element.
+<%def name="line_copy(dst, src, width)">\
+% if width >= 4 or src == "kbuf":
+{ __global uint* to_ = (__global uint*)(${dst}); __global const uint* from_ = (__global const uint*)(${src}); for (uint j = 0; j < ${line_keys(key_bits) * width // 4}; ++j) to_[j] = from_[j]; }\
+% else:
+{ __global VALUE_T* to_ = ${dst}; for (uint j = 0; j < WC; ++j) to_[j] = (${src})[j]; }\
+% endif
+</%def>\
 /* A write-combining line of digit d: the buffered keys (and values) bound for [from, to), all in
    one line of WC keys of the output (slot of position o: (o + line_off) % WC), copied out. */
 static inline void wc_flush(__global const KEY_T* kbuf, __global KEY_T* keys_out,
