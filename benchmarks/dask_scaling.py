@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from clradix.core.device import all_devices
+from clradix.core.device import all_devices, matching_devices
 
 from . import common, impls, timing
 
@@ -378,8 +378,7 @@ def run_baseline(out, args, data, cases):
             out.record(common.host_fields(), "numpy (default kind)", f"{case} one device",
                        host.dtype, n, t, note="wall time; not checked (the reference is numpy's)")
     with out.guard("host copies"):
-        from clradix.dask import devices
-        mates = devices.matching(args.device[0]) if args.device else [dev]
+        mates = matching_devices(args.device[0]) if args.device else [dev]
         _bus(out, where, dev, host, args.repeat, mates)
     clr.selector.free_memory()
 
@@ -468,8 +467,7 @@ def main(args):
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     spec = args.device[0] if args.device else None
     if args.share_device:
-        from clradix.dask import devices
-        first = devices.matching(spec)[0] if spec else _default_device()
+        first = matching_devices(spec)[0] if spec else _default_device()
         spec = str([d.int_ptr for d in all_devices()].index(first.int_ptr))
     datas = [_prepare(out, args, s, cases) for s in sizes]
     if not args.no_baseline:

@@ -46,7 +46,6 @@ from ..dispatch.selector import Selector
 from ..dispatch.sorter import Sorter
 from .memory import HostCopies
 
-ENV = DEVICE_ENV
 
 
 class NoDeviceError(RuntimeError):
@@ -118,32 +117,23 @@ def who() -> str:
     return f"worker {w.name!r} ({w.address}, pid {os.getpid()}, host {socket.gethostname()})"
 
 
-def _listing() -> str:
-    return device_listing()
-
-
-def matching(spec: str) -> list:
-    """The devices that build kernels and match ``spec`` (core.device.matching_devices)."""
-    return matching_devices(spec)
-
-
 def select_device(spec: Optional[str] = None, slot: int = 0) -> cl.Device:
     """The device for ``spec`` (None: ``CLRADIX_DEVICE``, else clradix's default), the
     ``slot``-th of the matches (modulo their number); NoDeviceError naming this process and the
     devices found when there is none."""
     source = "the spec"
-    if spec is None and os.environ.get(ENV, "").strip():
-        spec, source = os.environ[ENV], ENV
+    if spec is None and os.environ.get(DEVICE_ENV, "").strip():
+        spec, source = os.environ[DEVICE_ENV], DEVICE_ENV
     if spec is None:
         try:
             return default_device()
         except RuntimeError as exc:
             raise NoDeviceError(f"clradix.dask: {who()} has no usable OpenCL device ({exc}); "
-                                f"found: {_listing()}") from None
-    found = matching(spec)
+                                f"found: {device_listing()}") from None
+    found = matching_devices(spec)
     if not found:
         raise NoDeviceError(f"clradix.dask: {who()} has no usable OpenCL device matching "
-                            f"{source} {spec!r}; found: {_listing()}")
+                            f"{source} {spec!r}; found: {device_listing()}")
     return found[slot % len(found)]
 
 
@@ -160,11 +150,11 @@ def use_devices(spec: Optional[str] = None, slot: int = 0,
         if _devices and _choice == (spec, slot, count):
             return list(_devices)
         if count is None:
-            env = os.environ.get(ENV, "").strip()
+            env = os.environ.get(DEVICE_ENV, "").strip()
             named = spec if spec is not None else (env or None)
             # no spec and no CLRADIX_DEVICE: clradix's default device alone; select_device
             # raises NoDeviceError, naming this process, when nothing matches
-            picked = (matching(named) if named is not None else []) or [select_device(spec)]
+            picked = (matching_devices(named) if named is not None else []) or [select_device(spec)]
         else:
             if count < 1:
                 raise ValueError(f"count must be positive or None, got {count}")

@@ -27,6 +27,7 @@ from typing import Optional
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from ..core.device import DEVICE_ENV
 from . import devices
 
 
@@ -59,7 +60,7 @@ class DevicePlugin(WorkerPlugin):
         if slot is None:
             slot, self._claimed = _claim_slot()
         spec = self.match
-        if spec is None and not os.environ.get(devices.ENV, "").strip():
+        if spec is None and not os.environ.get(DEVICE_ENV, "").strip():
             spec = _gpus()
         devs = devices.use_devices(spec, slot, self.per_worker)
         worker.clradix_device = "; ".join(d.describe() for d in devs)

@@ -171,21 +171,22 @@ class RadixSelect(Driver):
         sel_key, gidx = int(own[0]), int(own[1])
         row_of = int(own[2]) if job.rows > 1 else None
 
-        def in_place(sort, keys_slot, values_slot):
-            return lambda queue, objs, alloc, wait: sort.run(
-                queue, SortOperands((objs[keys_slot], 0), (objs[keys_slot], 0),
-                                    (objs[values_slot], 0), (objs[values_slot], 0)), alloc, wait)
-        by_index, by_key = in_place(sorts.by_index, gidx, sel_key), in_place(sorts.by_key,
-                                                                              sel_key, gidx)
-        seq.call("sort by index, then key", lambda queue, objs, offsets, alloc, wait:
-                 by_key(queue, objs, alloc, [by_index(queue, objs, alloc, wait)]))
+        def in_place(sort, keys_slot, values_slot, queue, objs, alloc, wait):
+            keys_at, values_at = (objs[keys_slot], 0), (objs[values_slot], 0)
+            return sort.run(queue, SortOperands(keys_at, keys_at, values_at, values_at), alloc,
+                            wait)
+
+        def by_index_then_key(queue, objs, offsets, alloc, wait):
+            evt = in_place(sorts.by_index, gidx, sel_key, queue, objs, alloc, wait)
+            return in_place(sorts.by_key, sel_key, gidx, queue, objs, alloc, [evt])
+
+        seq.call("sort by index, then key", by_index_then_key)
         size = (round_up(m, 256),)
         if row_of is not None:
             seq.launch("topk_row_of", "topk_row_of", size, None,
                        [own[1], own[2], m, job.row_len])
-            by_row = in_place(sorts.by_row, row_of, gidx)
             seq.call("sort by row", lambda queue, objs, offsets, alloc, wait:
-                     by_row(queue, objs, alloc, wait))
+                     in_place(sorts.by_row, row_of, gidx, queue, objs, alloc, wait))
         seq.launch("topk_gather", "topk_gather", size, None,
                    [*keys, own[1], m, job.row_len, *values, *indices])
 

@@ -190,9 +190,8 @@ class Planner:
         learned), ``build(planned)`` builds and returns the result. A work-group limit the build
         reports caps the work-group of ``cap_config`` (learn_cap: below the planned work-group,
         not below the floor, ``limits(planned)`` -> (work-group, floor), unless the caller chose
-        it, ``user_wg``) and plans again; a compiler's
-        refusal goes to ``refusal(planned, exc)``, which learns something and plans again or
-        raises (None: every refusal raises)."""
+        it, ``user_wg``) and plans again; a compiler's refusal goes to ``refusal(planned, exc)``,
+        which learns something and plans again or raises (None: every refusal raises)."""
         limited = None   # the WorkGroupLimitError that made this call shrink the work-group
         while True:
             try:
@@ -471,9 +470,10 @@ def global_sort_work(sort_planner, device, codec, rows, row_len, k, gd, largest)
     batch, then by key, then by row), from ``sort_planner``: the route's driver enqueues them
     as they are, with no public call in between."""
     m = rows * k
-    made = [sort_planner.sort_work(device, key_codec(kd), np.dtype(vd).itemsize, m, 0,
-                                   end_bit if end_bit is not None else key_codec(kd).bits,
-                                   descending)
-            for (kd, vd, end_bit), descending in zip(global_sorts(codec, rows, row_len, gd),
-                                                     (False, largest, False))]
-    return GlobalSorts(*made, None) if len(made) == 2 else GlobalSorts(*made)
+    made = []
+    for (kd, vd, end_bit), descending in zip(global_sorts(codec, rows, row_len, gd),
+                                             (False, largest, False)):
+        kc = key_codec(kd)
+        made.append(sort_planner.sort_work(device, kc, np.dtype(vd).itemsize, m, 0,
+                                           kc.bits if end_bit is None else end_bit, descending))
+    return GlobalSorts(*made, *[None] * (3 - len(made)))
