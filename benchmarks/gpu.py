@@ -245,6 +245,42 @@ class GpuRun:
             self.out.record(im.device_fields(), im.name, label or op, k.dtype, k.size, t, ok=ok,
                             error=err)
 
+    def peer_breakdown(self, dtype, nn=None, values=False):
+        """Per-kernel device times of one cupy.sort (CUB; with ``values`` cupy.argsort) and one
+        torch.sort, read by torch's profiler (CUPTI sees every kernel of the process, CuPy's
+        too). Logged like ``breakdown``; a missing peer is skipped."""
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+        except ImportError:
+            self.out.log("  peer breakdown: torch is not importable")
+            return
+        keys = common.random_keys(self.rng, dtype, nn or self.n)
+        runs = []
+        try:
+            import cupy
+        except ImportError:
+            cupy = None
+        if cupy is not None:
+            ck = cupy.asarray(keys)
+            runs.append(("cupy.argsort" if values else "cupy.sort",
+                         (lambda: cupy.argsort(ck)) if values else (lambda: cupy.sort(ck)),
+                         cupy.cuda.Device().synchronize))
+        tk = torch.from_numpy(keys.view(f"i{keys.dtype.itemsize}") if keys.dtype.kind == "u"
+                              else keys).cuda()
+        runs.append(("torch.sort", lambda: torch.sort(tk, stable=True), torch.cuda.synchronize))
+        for name, fn, sync in runs:
+            fn()
+            sync()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                fn()
+                sync()
+            kernels = sorted((e for e in prof.events() if e.device_type.name == "CUDA"),
+                             key=lambda e: e.time_range.start)
+            self.out.log(f"  breakdown {name} {np.dtype(dtype)} n={keys.size}:")
+            for e in kernels:
+                self.out.log(f"    {e.name[:60]:60s} {e.time_range.elapsed_us() * 1e-3:8.3f} ms")
+
     def breakdown(self, dtype, kwargs, nn=None, values=False):
         """Per-kernel device times of one sort (the kernels' profiling events)."""
         keys = common.random_keys(self.rng, dtype, nn or self.n)
@@ -346,6 +382,9 @@ def variant_steps(g, args):
             out.append((label, lambda v=v, dt=dt, extra=extra, label=label, nn=nn, dist=dist:
                         g.bench(label, dt, _variant(v), same_keys=True, nn=nn, dist=dist,
                                 **extra)))
+            if args.variant_breakdown and lg == sizes[0] and dist == dists[0] and v == variants[0]:
+                out.append((f"peer breakdown {where}", lambda dt=dt, nn=nn, extra=extra:
+                            g.peer_breakdown(dt, nn, values=bool(extra.get("values")))))
             if args.variant_breakdown and lg == sizes[0] and dist == dists[0]:
                 out.append((f"breakdown {label}", lambda v=v, dt=dt, nn=nn, extra=extra:
                             g.breakdown(dt, _variant(v), nn, values=bool(extra.get("values")))))

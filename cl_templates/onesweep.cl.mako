@@ -4,11 +4,12 @@
      os_bins      - one work-group per pass: exclusive scan of that pass's digit counts
      os_pass      - one launch per digit pass (and per portion of at most 2**28 keys): tiles take
                     their id from an atomic counter and run pass_tile (onesweep_steps.mako):
-                    load and rank their keys within subgroups (ballot match masks, one local
-                    atomic per group of equal digits), claim their ring slot, publish their
-                    digit counts, place the keys in local memory in digit order, look back over
-                    their predecessors for each digit's prefix, publish it, and write the keys
-                    out from local memory, coalesced.
+                    load their keys and count their digits by subgroups (one local atomic a
+                    key), claim their ring slot, publish the counts, rank the keys within
+                    subgroups (ballot match masks, one local atomic per group of equal digits),
+                    place them in local memory in digit order, look back over their
+                    predecessors for each digit's prefix, publish it, and write the keys out
+                    from local memory, coalesced.
    Work-groups talk to each other only through the status ring, the done words and the counters,
    and only with atomic functions (common.mako's cross_group_fns): by OpenCL's rules a plain
    access to a word that another work-group writes during the same launch is a data race.

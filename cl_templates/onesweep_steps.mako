@@ -101,13 +101,25 @@ static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
 ${by_exactness(load_loop)}
 }
 
-/* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (zeroed
-   by the caller); a key's rank among its subgroup's keys of its digit, in (round, lane) order,
+/* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (from 0,
+   or in os_pass from subgroup w's first rank in the digit, which early counts put there); a
+   key's rank among its subgroup's keys of its digit, in (round, lane) order,
    joins its digit: dig[i] |= rank << 16. No barrier: the caller's next barrier ends it. */
 static inline void rank_in_subgroups(__private uint dig[IPT], __local uint* lcount,
                                      __local uint* lsg, uint w, uint lane)
 {
 ${common.rank_rounds(backend, unroll)}
+}
+
+/* Count 1 (os_pass's early counts, as CUB's onesweep on sm90 ranks): lcount[w * RADIX + d]
+   counts subgroup w's keys of digit d (zeroed by the caller), one local atomic a key, so that
+   the tile's counts go out before its keys are ranked and the ranking runs while the
+   predecessors publish theirs. No barrier: the caller's next barrier ends it. */
+static inline void count_in_subgroups(__private const uint dig[IPT], __local uint* lcount, uint w)
+{
+${unroll}
+    for (uint i = 0; i < IPT; ++i)
+        atomic_inc(&lcount[w * RADIX + dig[i]]);
 }
 
 /* Rank 2, across subgroups (after a barrier): for each of this work-item's digits, the
@@ -149,6 +161,16 @@ ${unroll}
         const uint d = dig[i] & 0xffffu;
         dest[i] = ldigits[d] + lcount[w * RADIX + d] + (dig[i] >> 16);
     }
+}
+
+/* Rank 4 after early counts (the ranking's counters started at each subgroup's first rank in
+   the digit, so the rank is the key's place among the tile's keys of its digit) */
+static inline void places_ranked(__private uint dest[IPT], __private const uint dig[IPT],
+                                 __local const uint* ldigits)
+{
+${unroll}
+    for (uint i = 0; i < IPT; ++i)
+        dest[i] = ldigits[dig[i] & 0xffffu] + (dig[i] >> 16);
 }
 </%def>
 
@@ -570,11 +592,11 @@ static inline void pass_tile(
     __global volatile uint* slot = status + (t % RING) * RADIX;
     const uint epoch = status_epoch(t);
 
-    /* load and rank within subgroups; the ring claim waits after the ranking's votes */
+    /* load and count the digits by subgroups; the ring claim waits after the counting */
     KEY_T k[IPT];
     uint dig[IPT];
     load_keys(k, dig, keys + base, valid, shift, digit_mask, flip, exact, w, lane);
-    rank_in_subgroups(dig, lcount, lsg, w, lane);
+    count_in_subgroups(dig, lcount, w);
     claim_slot(t, done, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -588,8 +610,11 @@ static inline void pass_tile(
         status_store(&slot[d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | cnt[q]);
     }
     scan_digits(ldigits, lscan, lid);
+    /* lcount now holds each subgroup's first rank within each digit: the ranking's counters
+       start there */
+    rank_in_subgroups(dig, lcount, lsg, w, lane);
     uint dest[IPT];
-    places(dest, dig, lcount, ldigits, w);
+    places_ranked(dest, dig, ldigits);
     barrier(CLK_LOCAL_MEM_FENCE);   /* the staging area overlays the subgroup counters */
 ${unroll}
     for (uint i = 0; i < IPT; ++i)

@@ -71,8 +71,8 @@ NVIDIA_FUSED_MAX = 1 << 21
 NVIDIA_PASS_TILES = {
     (4, False, False): (384, 24, 56),   # integer keys of up to 4 bytes
     (4, False, True): (384, 20, 56),    # floating-point keys of up to 4 bytes
-    (4, True, False): (512, 12, 64),    # ... with values (argsort's indices are values)
-    (4, True, True): (512, 12, 64),
+    (4, True, False): (512, 15, 64),    # ... with values (argsort's indices are values)
+    (4, True, True): (512, 15, 64),
     (8, False, False): (256, 16, 64),   # 64-bit keys
     (8, False, True): (256, 16, 64),
 }
