@@ -144,3 +144,36 @@ def test_a_kernel_limit_shrinks_the_work_group(ctx, rng, monkeypatch):
     monkeypatch.setitem(families_for(fresh).policies, "search", SearchPolicy(wg_size=64))
     with pytest.raises(WorkGroupLimitError, match="kernel search_rows runs at most 40"):
         clradix.searchsorted(ds, dv)
+
+
+def test_families_from_threads(ctx):
+    """Threads share the context's families (one planner, kernel objects shared by the
+    configurations of a driver): searches, runs, strided sorts and records of sizes that
+    alternate between threads, every result checked."""
+    from test_threads import THREADS, _run_threads
+    queues = [cl.CommandQueue(ctx) for _ in range(THREADS)]
+    sizes = [300, 1000, 77, 2048]
+
+    def work(t):
+        q = queues[t]
+        rng = np.random.default_rng(1000 + t)
+        for i in range(6):
+            n = sizes[(t + i) % len(sizes)]
+            s = np.sort(rng.random(n).astype(np.float32))
+            v = rng.random(n // 2 + 1).astype(np.float32)
+            got = clradix.searchsorted(cl_array.to_device(q, s), cl_array.to_device(q, v),
+                                       "left" if i % 2 else "right")
+            np.testing.assert_array_equal(got.get(), np.searchsorted(
+                s, v, "left" if i % 2 else "right"), err_msg=f"thread {t} search {n}")
+            k = rng.integers(0, 1 + n // 10, n).astype(np.uint32)
+            vals, counts = clradix.unique_counts(cl_array.to_device(q, k))
+            want = np.unique(k, return_counts=True)
+            np.testing.assert_array_equal(vals.get(), want[0])
+            np.testing.assert_array_equal(counts.get(), want[1])
+            m = rng.random((n // 10 + 1, 7)).astype(np.float32)
+            np.testing.assert_array_equal(clradix.sort(cl_array.to_device(q, m), axis=0).get(),
+                                          np.sort(m, axis=0), err_msg=f"thread {t} gather")
+            keys = [rng.integers(0, 3, n).astype(np.uint16), rng.integers(0, 5, n).astype(np.int32)]
+            got = clradix.lexsort([cl_array.to_device(q, x) for x in keys])
+            np.testing.assert_array_equal(got.get(), np.lexsort(keys), err_msg=f"thread {t}")
+    _run_threads(work, THREADS)

@@ -250,10 +250,10 @@ class LaunchSequence:
         return Buf(self._caller_slots + len(self.temp_sizes) - 1), 0
 
     def launch(self, name, kernel_name, gsize, lsize, args):
-        """A launch of the driver's kernel ``kernel_name``; ``args`` in the kernel's order: Buf, Off
-        and Scalar markers, or constants. Each is checked against the kernel's declaration here, when
-        the sequence is made (TypeError naming the kernel, the parameter and what was given);
-        a call only replays what passed."""
+        """A launch of the driver's kernel ``kernel_name``; ``args`` in the kernel's order: Buf,
+        Off and Scalar markers, or constants. Each is checked against the kernel's declaration
+        here, when the sequence is made (TypeError naming the kernel, the parameter and what was
+        given); a call only replays what passed."""
         params = self.driver.declaration(kernel_name)
         if len(params) != len(args):
             raise TypeError(f"kernel {kernel_name}: expected {len(params)} arguments "
