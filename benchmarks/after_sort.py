@@ -29,20 +29,24 @@ printed. numpy runs up to 2^``--numpy-max`` (24: its calls take seconds beyond),
 3 repeats; results are checked against numpy up to 2^``--check-max`` and against the first CUDA
 peer above it (unchecked without one, and said so). ``--search-levels 0,11``: searchsorted
 also as ``clradix[levels=N]``, with N levels of splitters in local memory (0: none), beside the
-library's own choice, on non-CPU devices. ``--runs-ipt 1,16``: run_lengths, unique_counts and
-unique_inverse also as ``clradix[runs_ipt=N]``, runs_write taking N positions a work-item a
-round (clradix.drivers.runs: IPT, on CPUs CPU_IPT and CPU_PERM_IPT), each checked like the
-others. ``--quick``: 2^12 and 2^16, 2 repeats (runs
+library's own choice (the device's SearchPolicy with local_levels=N). ``--runs-ipt 1,16``:
+run_lengths, unique_counts and unique_inverse also as ``clradix[runs_ipt=N]``, runs_write taking
+N positions a work-item a round (the device's RunsPolicy with ipt and perm_ipt N), each checked
+like the others (clradix.policies.families; the policies given to the context's kernel
+families). ``--quick``: 2^12 and 2^16, 2 repeats (runs
 on PoCL: ``--device pocl``).
 """
+
+from dataclasses import replace
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 import clradix
-from clradix.dispatch.records import Permute, family
-from clradix.drivers import runs, search
+from clradix.core.device import DeviceProfile
+from clradix.planning.families import families_for
+from clradix.policies.families import family_policy
 
 from . import common, timing
 
@@ -133,20 +137,18 @@ def runs_variants(text):
     return out
 
 
-def with_runs_variant(ipt, call):
-    """``call`` with runs_write taking ``ipt`` positions a work-item on every device kind, the
-    module's choice restored after it."""
-    knobs = {"IPT": ipt, "CPU_IPT": ipt, "CPU_PERM_IPT": ipt}
+def with_policy(q, family, call, **fields):
+    """``call`` with the kernels of ``family`` under the device's policy with ``fields``
+    changed (given to the context's families), the library's choice restored after it."""
+    given = families_for(q.context).policies
+    policy = replace(family_policy(family, DeviceProfile.from_device(q.device)), **fields)
 
     def varied():
-        saved = [getattr(runs, k) for k in knobs]
-        for k, v in knobs.items():
-            setattr(runs, k, v)
+        given[family] = policy
         try:
             return call()
         finally:
-            for k, v in zip(knobs, saved):
-                setattr(runs, k, v)
+            given.pop(family, None)
     return varied
 
 
@@ -162,21 +164,15 @@ def clradix_calls(op, q, data, search_levels=(), run_variants=()):
 
     def with_variants(call):
         return [("clradix", None, call)] + [
-            (f"clradix[runs_ipt={ipt}]", None, with_runs_variant(ipt, call))
+            (f"clradix[runs_ipt={ipt}]", None,
+             with_policy(q, "runs", call, ipt=ipt, perm_ipt=ipt))
             for ipt in run_variants]
     if op == "searchsorted":
-        default = search.LOCAL_LEVELS
-
-        def searching(levels):
-            def call():
-                search.LOCAL_LEVELS = levels
-                try:
-                    return last(clradix.searchsorted(d[0], d[1]))
-                finally:
-                    search.LOCAL_LEVELS = default
-            return call
-        return [("clradix", None, searching(default))] + [
-            (f"clradix[levels={lv}]", None, searching(lv)) for lv in search_levels], d
+        def searching():
+            return last(clradix.searchsorted(d[0], d[1]))
+        return [("clradix", None, searching)] + [
+            (f"clradix[levels={lv}]", None,
+             with_policy(q, "search", searching, local_levels=lv)) for lv in search_levels], d
     if op == "unique_counts":
         return with_variants(lambda: last(tuple(clradix.unique_counts(d[0])))), d
     if op == "unique_inverse":
@@ -195,7 +191,7 @@ def clradix_calls(op, q, data, search_levels=(), run_variants=()):
 
     def in_place():
         return sorter.sort(q, work[0], values=[work[1], work[2]]), tuple(work)
-    permute = family(q.context, Permute)
+    permute = families_for(q.context)
 
     def argsort_gathers():
         idx = clradix.argsort(d[0], index_dtype=np.uint32)

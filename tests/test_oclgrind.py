@@ -48,6 +48,8 @@ from clradix.dispatch import segments as segmented
 from clradix.core import sizes
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
+from clradix.planning.families import families_for
+from clradix.policies.families import GridPolicy, RunsPolicy, SearchPolicy
 from clradix.policies.fit import ranking_backends
 from clradix.policies.sort import RANKINGS
 
@@ -666,17 +668,22 @@ def _order_key(a):
     return key_codec(a.dtype).order_key(a.ravel()).reshape(a.shape)
 
 
+def _given(monkeypatch, g, **policies):
+    """The kernel families of ``g``'s context with these policies (by family name) for the
+    test."""
+    given = families_for(g.context).policies
+    for name, policy in policies.items():
+        monkeypatch.setitem(given, name, policy)
+
+
 def test_runs_write_rounds(g_without_uninitialized, rng, monkeypatch):
     """runs_write with 4 positions a work-item in groups of 16: unique's index, inverse and counts with
     NaN each distinct, over several blocks of several rounds and a partial last round, and
     run_lengths with 64-bit positions (index_t ulong) of runs longer than a block. (Results
     from memory pools: the uninitialised-value checker is off, as above.)"""
-    from clradix.drivers import elementwise, runs
-    monkeypatch.setattr(elementwise, "WG", 16)
-    monkeypatch.setattr(runs, "CPU_WG", None)
-    monkeypatch.setattr(runs, "PER_ITEM", 4)
-    monkeypatch.setattr(runs, "IPT", 4)   # rounds of 64 positions, blocks of 2 rounds here
     g = g_without_uninitialized
+    # rounds of 64 positions, blocks of 2 rounds here
+    _given(monkeypatch, g, runs=RunsPolicy(wg_size=16, per_item=4, ipt=4, perm_ipt=4))
     x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 301)]
     got = [a.get() for a in clradix.unique(g.to_device(x), True, True, True, equal_nan=False)]
     for a, b in zip(got, np.unique(x, True, True, True, equal_nan=False)):
@@ -696,12 +703,11 @@ def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     run_lengths, lexsort and several value arrays (take, iota) with small work-groups. (The
     numpy-like functions' results come from memory pools, whose released blocks the
     uninitialised-value checker would misread: that checker is off.)"""
-    from clradix.drivers import elementwise, runs
-    monkeypatch.setattr(elementwise, "WG", 16)
-    monkeypatch.setattr(runs, "PER_ITEM", 1)
-    monkeypatch.setattr(runs, "IPT", 1)   # rounds of one position a work-item: many blocks
-    monkeypatch.setattr(runs, "CPU_WG", None)   # groups whose work-items scan together
     g = g_without_uninitialized
+    # rounds of one position a work-item: many blocks, of work-items that scan together
+    _given(monkeypatch, g, permute=GridPolicy(wg_size=16),
+           search=SearchPolicy(wg_size=16, local_levels=0),
+           runs=RunsPolicy(wg_size=16, per_item=1, ipt=1, perm_ipt=1))
     x = float_specials(rng, np.dtype(np.float32), 9)[rng.integers(0, 9, 150)]
     d = g.to_device(x)
     for equal_nan in (True, False):
@@ -718,9 +724,8 @@ def test_after_sort_kernels(g_without_uninitialized, rng, monkeypatch):
     for side in ("left", "right"):
         got = clradix.searchsorted(d, g.to_device(x[:40]), side, g.to_device(order))
         np.testing.assert_array_equal(got.get(), np.searchsorted(x, x[:40], side, order))
-    from clradix.drivers import search   # the splitters in local memory: 3 levels
-    monkeypatch.setattr(search, "LOCAL_LEVELS", 3)
-    monkeypatch.setattr(search, "CPU_LOCAL_LEVELS", 3)
+    # the splitters in local memory: 3 levels
+    _given(monkeypatch, g, search=SearchPolicy(wg_size=16, local_levels=3))
     for side in ("left", "right"):
         got = clradix.searchsorted(g.to_device(s), g.to_device(x[:60]), side)
         np.testing.assert_array_equal(got.get(), np.searchsorted(s, x[:60], side))

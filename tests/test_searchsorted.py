@@ -95,12 +95,18 @@ def test_sorter_on_device_and_host(queue, rng):
         clradix.searchsorted(a, v, sorter=order + 1, queue=queue)
 
 
-def _with_splitters(monkeypatch, levels):
-    """Splitters of ``levels`` levels on every device (CPUs keep none by default); the levels of
-    each search are recorded in the list returned."""
+def _with_splitters(queue, monkeypatch, levels):
+    """Splitters of ``levels`` levels on every device (CPUs keep none by default): the search
+    policy of the device with ``local_levels`` set, given to the context's families; the levels
+    of each search made ready are recorded in the list returned."""
+    from dataclasses import replace
+    from clradix.core.device import DeviceProfile
     from clradix.drivers import search
-    monkeypatch.setattr(search, "CPU_LOCAL_LEVELS", levels)
-    monkeypatch.setattr(search, "LOCAL_LEVELS", levels)
+    from clradix.planning.families import families_for
+    from clradix.policies.families import family_policy
+    policy = family_policy("search", DeviceProfile.from_device(queue.device))
+    monkeypatch.setitem(families_for(queue.context).policies, "search",
+                        replace(policy, local_levels=levels))
     taken = []
     chosen = search.local_levels
     monkeypatch.setattr(search, "local_levels",
@@ -114,7 +120,7 @@ def test_splitters_in_local_memory(queue, rng, monkeypatch, dtype):
     """One row searched first among its splitters in local memory (3 levels: 7 splitters), at
     row lengths around 2^3 and far beyond it, values present, absent, NaN and signed zeros, both
     sides, with and without a sorter; a row below 2^3 keys keeps none."""
-    taken = _with_splitters(monkeypatch, 3)
+    taken = _with_splitters(queue, monkeypatch, 3)
     dtype = np.dtype(dtype)
     for n in (7, 8, 9, 15, 16, 17, 100, 1001):
         for dist in ("random", "equal", "distinct"):
@@ -144,8 +150,8 @@ def test_splitters_in_local_memory(queue, rng, monkeypatch, dtype):
 
 def test_splitters_at_the_default_levels(queue, rng, monkeypatch):
     """The default 11 levels (2047 splitters) at row lengths around 2^11."""
-    from clradix.drivers import search
-    taken = _with_splitters(monkeypatch, search.LOCAL_LEVELS)
+    from clradix.policies.families import SearchPolicy
+    taken = _with_splitters(queue, monkeypatch, SearchPolicy().local_levels)
     for n in (2047, 2048, 2049, 6001):
         s = np.sort(float_specials(rng, np.dtype(np.float32), n))
         v = np.concatenate([float_specials(rng, np.dtype(np.float32), 3000), s[::3]])

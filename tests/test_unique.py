@@ -236,12 +236,10 @@ def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, ipt, w
     NaN (each distinct or not), the permutation's index and inverse, runs longer than a block
     and than many rounds, all equal, all distinct; results in poisoned buffers."""
     from clradix.core import sizes
-    from clradix.drivers import elementwise, runs
-    monkeypatch.setattr(runs, "CPU_WG", wg if wg == 1 else None)
-    monkeypatch.setattr(elementwise, "WG", wg if wg > 1 else elementwise.WG)
-    monkeypatch.setattr(runs, "PER_ITEM", 2)   # blocks of few rounds: many blocks
-    for knob, value in (("IPT", ipt), ("CPU_IPT", ipt), ("CPU_PERM_IPT", ipt)):
-        monkeypatch.setattr(runs, knob, value)
+    from clradix.planning.families import families_for
+    from clradix.policies.families import RunsPolicy
+    monkeypatch.setitem(families_for(queue.context).policies, "runs",   # blocks of few rounds
+                        RunsPolicy(wg_size=wg, per_item=2, ipt=ipt, perm_ipt=ipt))
     if wide:
         monkeypatch.setattr(sizes, "INDEX32_LIMIT", 0)
     what = f"wg {wg}, ipt {ipt}{' wide' if wide else ''}"
@@ -282,31 +280,34 @@ def test_write_variants(queue, rng, monkeypatch, poisoning_allocator, wg, ipt, w
             np.testing.assert_array_equal(g.get(), w, err_msg=f"{what}, {dist}")
 
 
-def test_write_variant_knobs(queue, monkeypatch):
-    """A knob out of range is refused, naming the knobs; CPUs take their own."""
-    from clradix.drivers import runs
-    cpu = bool(queue.device.type & cl.device_type.CPU)
-    monkeypatch.setattr(runs, "CPU_IPT" if cpu else "IPT", 33)
-    with pytest.raises(ValueError, match="ipt 33: the positions a work-item takes a round"):
-        clradix.run_lengths(cl_array.to_device(queue, np.arange(5, dtype=np.uint32)))
-    monkeypatch.setattr(runs, "CPU_IPT", 32)
-    monkeypatch.setattr(runs, "IPT", 8)
-    assert runs.write_ipt(True, perm=True) == runs.CPU_PERM_IPT
-    assert runs.write_ipt(True) == 32 and runs.write_ipt(False) == 8
+def test_runs_policy(queue):
+    """runs_write's positions a round out of range are refused, naming them; CPUs take their
+    own: one work-item a group, 32 positions a round, 1 with a permutation."""
+    from dataclasses import replace
+    from clradix.core.device import DeviceProfile
+    from clradix.policies.families import RunsPolicy, family_policy
+    for bad in (dict(ipt=33), dict(perm_ipt=0)):
+        with pytest.raises(ValueError, match=r"ipt (33|0): the positions a work-item takes a "
+                                             r"round are 1 to 32"):
+            RunsPolicy(**bad)
+    profile = DeviceProfile.from_device(queue.device)
+    cpu = family_policy("runs", replace(profile, device_type="cpu"))
+    assert (cpu.wg_size, cpu.write_ipt(False), cpu.write_ipt(True)) == (1, 32, 1)
+    gpu = family_policy("runs", replace(profile, device_type="gpu", max_wg_size=1024))
+    assert (gpu.wg_size, gpu.write_ipt(False), gpu.write_ipt(True)) == (256, 8, 8)
 
 
 def test_two_launches_over_the_runs(queue, rng, monkeypatch):
     """Over the runs, every function is two launches (the count per block, the write: the
     lengths written with the runs, no scan launch between) and one read of the counts."""
     from clradix.drivers.runs import Runs
-    names = []
-    launch = Runs.launch
-    monkeypatch.setattr(Runs, "launch", lambda self, q, params, name, *a: (
-        names.append(name), launch(self, q, params, name, *a))[1])
+    trace: list = []
+    monkeypatch.setattr(Runs, "trace", trace)   # every Runs driver's commands
     x = keys_of(rng, np.float32, 3000, "few")
     d = cl_array.to_device(queue, x)
     for f in (clradix.run_lengths, clradix.unique_values, clradix.unique_counts,
               clradix.unique_inverse, clradix.unique_all):
-        names.clear()
+        trace.clear()
         f(d)
+        names = [name for name, _ in trace]
         assert names == ["runs_count", "runs_write"], (f.__name__, names)

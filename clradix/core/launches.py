@@ -14,7 +14,10 @@ sorts' :class:`SortOperands`, top-k's and the selection's beside their drivers),
 call fills with (buffer, element offset) pairs, None where it has no such operand; a field's
 position is its slot (``slots(Operands)``), and the sequence's temporaries follow. In a launch's
 argument list ``Buf(slot)`` stands for the slot's buffer and ``Off(slot)`` for its element
-offset (a temporary's offset is the constant 0).
+offset (a temporary's offset is the constant 0). A few integers are known only when a call runs
+(the number of runs that a count, read back, found): ``Scalar(k)`` stands for the call's k-th
+scalar, its parameter's type checked when the sequence is made and its value's range at each
+call.
 
 Kernel arguments persist in an OpenCL kernel object, so each launch position of a driver (the
 k-th launch of a kernel in its sequences) has a kernel object of its own, shared by the driver's
@@ -63,6 +66,11 @@ class Off(int):
     """A kernel argument (ulong): the element offset of operand slot ``int(self)``."""
 
 
+class Scalar(int):
+    """A kernel argument (an integer parameter): the call's scalar ``int(self)`` (``scalars`` of
+    :meth:`LaunchSequence.run`)."""
+
+
 def set_packed(kernel, index, packed, dtype):
     """Set kernel argument ``index`` to the packed bytes of a scalar of ``dtype``."""
     if _SET_PACKED is not None:
@@ -84,13 +92,13 @@ class KernelSlot:
 
 
 class _Launch:
-    __slots__ = ("name", "slot", "gsize", "lsize", "consts", "bufs", "offs")
+    __slots__ = ("name", "slot", "gsize", "lsize", "consts", "bufs", "offs", "scalars")
 
-    def __init__(self, name, slot, gsize, lsize, consts, bufs, offs):
+    def __init__(self, name, slot, gsize, lsize, consts, bufs, offs, scalars=()):
         self.name, self.slot, self.gsize, self.lsize = name, slot, gsize, lsize
-        self.consts, self.bufs, self.offs = consts, bufs, offs
+        self.consts, self.bufs, self.offs, self.scalars = consts, bufs, offs, scalars
 
-    def enqueue(self, queue, objs, offsets, wait):
+    def enqueue(self, queue, objs, offsets, wait, scalars=()):
         slot = self.slot
         knl = slot.kernel
         if slot.bound is not self:
@@ -107,14 +115,34 @@ class _Launch:
                 if held.get(i) != v:
                     set_packed(knl, i, _ULONG.pack(v), np.uint64)
                     held[i] = v
+        for i, k, param, kernel_name in self.scalars:
+            set_packed(knl, i, _packed_int(kernel_name, param, scalars[k], i), param.dtype)
         return cl.enqueue_nd_range_kernel(queue, knl, self.gsize, self.lsize, wait_for=wait)
+
+
+def _where(kernel_name, param, index):
+    return f"kernel {kernel_name}: parameter {index} ({param.cl_type} {param.name})"
+
+
+def _packed_int(kernel_name, param, arg, index):
+    """The bytes of integer ``arg`` as the integer parameter ``param`` takes it; TypeError naming
+    the kernel and the parameter when it is not an integer of the parameter's range."""
+    if not isinstance(arg, (int, np.integer)):
+        raise TypeError(f"{_where(kernel_name, param, index)} takes an integer, got {arg!r} "
+                        f"({type(arg).__name__})")
+    d = param.dtype
+    info = np.iinfo(d)
+    if not info.min <= int(arg) <= info.max:
+        raise TypeError(f"{_where(kernel_name, param, index)} takes values from {info.min} to "
+                        f"{info.max}, got {arg!r}")
+    return np.asarray(int(arg), d).tobytes()
 
 
 def _checked_arg(kernel_name, param, arg, index):
     """``arg`` of the kernel parameter ``param`` as a launch holds it: ("buf", slot), ("off",
-    slot) or ("const", packed bytes); TypeError naming the kernel, the parameter and what was
-    given when it is not one the parameter takes."""
-    where = f"kernel {kernel_name}: parameter {index} ({param.cl_type} {param.name})"
+    slot), ("scalar", the call's scalar) or ("const", packed bytes); TypeError naming the
+    kernel, the parameter and what was given when it is not one the parameter takes."""
+    where = _where(kernel_name, param, index)
     if param.dtype is None:
         if isinstance(arg, Buf):
             return "buf", int(arg)
@@ -128,13 +156,13 @@ def _checked_arg(kernel_name, param, arg, index):
                             f"{int(arg)} (a ulong)")
         return "off", int(arg)
     d = param.dtype
+    if isinstance(arg, Scalar):
+        if d.kind not in "iu":
+            raise TypeError(f"{where} takes a {param.cl_type}, got the call's integer "
+                            f"{int(arg)}")
+        return "scalar", int(arg)
     if d.kind in "iu":
-        if not isinstance(arg, (int, np.integer)):
-            raise TypeError(f"{where} takes an integer, got {arg!r} ({type(arg).__name__})")
-        info = np.iinfo(d)
-        if not info.min <= int(arg) <= info.max:
-            raise TypeError(f"{where} takes values from {info.min} to {info.max}, got {arg!r}")
-        return "const", np.asarray(int(arg), d).tobytes()
+        return "const", _packed_int(kernel_name, param, arg, index)
     if not isinstance(arg, (int, float, np.integer, np.floating)) or isinstance(arg, bool):
         raise TypeError(f"{where} takes a number, got {arg!r} ({type(arg).__name__})")
     return "const", np.asarray(arg, d).tobytes()
@@ -212,6 +240,8 @@ class LaunchSequence:
         self._caller_slots = len(self.operands._fields)
         self.steps = []
         self.temp_sizes = []
+        #: how many scalars a call passes (``Scalar`` arguments: 0 to scalar_count - 1)
+        self.scalar_count = 0
         self._positions = {}
 
     def temp(self, nbytes):
@@ -220,21 +250,24 @@ class LaunchSequence:
         return Buf(self._caller_slots + len(self.temp_sizes) - 1), 0
 
     def launch(self, name, kernel_name, gsize, lsize, args):
-        """A launch of the driver's kernel ``kernel_name``; ``args`` in the kernel's order: Buf and
-        Off markers, or constants. Each is checked against the kernel's declaration here, when
-        the sequence is made (TypeError naming the kernel, the parameter and what was given);
-        a call only replays what passed."""
+        """A launch of the driver's kernel ``kernel_name``; ``args`` in the kernel's order: Buf,
+        Off and Scalar markers, or constants. Each is checked against the kernel's declaration
+        here, when the sequence is made (TypeError naming the kernel, the parameter and what was
+        given); a call only replays what passed."""
         params = self.driver.declaration(kernel_name)
         if len(params) != len(args):
             raise TypeError(f"kernel {kernel_name}: expected {len(params)} arguments "
                             f"({', '.join(p.name for p in params)}), got {len(args)}")
-        consts, bufs, offs = [], [], []
+        consts, bufs, offs, scalars = [], [], [], []
         for i, (param, a) in enumerate(zip(params, args)):
             kind, value = _checked_arg(kernel_name, param, a, i)
             if kind == "buf":
                 bufs.append((i, value))
             elif kind == "off":
                 offs.append((i, value))
+            elif kind == "scalar":
+                scalars.append((i, value, param, kernel_name))
+                self.scalar_count = max(self.scalar_count, value + 1)
             else:
                 consts.append((i, value, param.dtype))
         pos = self._positions.get(kernel_name, 0)
@@ -242,7 +275,7 @@ class LaunchSequence:
         self.steps.append(_Launch(name, self.driver.kernel_slot(kernel_name, pos),
                                   tuple(int(g) for g in gsize),
                                   None if lsize is None else tuple(int(x) for x in lsize),
-                                  tuple(consts), tuple(bufs), tuple(offs)))
+                                  tuple(consts), tuple(bufs), tuple(offs), tuple(scalars)))
 
     def fill(self, name, target, pattern, nbytes):
         """Fill the first ``nbytes`` bytes of temporary ``target`` (a ``temp()`` result)."""
@@ -267,11 +300,12 @@ class LaunchSequence:
         """The commands' names, in order (what a driver's trace records)."""
         return [s.name for s in self.steps]
 
-    def run(self, queue, operands, alloc, wait, trace=None, in_order=False):
+    def run(self, queue, operands, alloc, wait, trace=None, in_order=False, scalars=()):
         """Enqueue the sequence after the events ``wait`` (a list, may be empty): ``operands`` is
         the call's operands (the driver's ``Operands``: (buffer, element offset) pairs, None where
-        unused), temporaries come from ``alloc(nbytes)``. Returns the last command's event;
-        ``trace`` (a list or None) gets (name, event) of each command.
+        unused), temporaries come from ``alloc(nbytes)``, ``scalars`` are the integers of its
+        Scalar arguments. Returns the last command's event; ``trace`` (a list or None) gets
+        (name, event) of each command.
 
         On an out-of-order queue each command waits for the event of the one before. On an
         ``in_order`` queue only the first command waits (for ``wait``): the queue already runs the
@@ -281,6 +315,8 @@ class LaunchSequence:
         if operands.__class__ is not self.operands:
             raise TypeError(f"expected {self.operands.__name__}, got "
                             f"{operands.__class__.__name__}")
+        if len(scalars) != self.scalar_count:
+            raise TypeError(f"expected {self.scalar_count} scalars, got {len(scalars)}")
         objs = [None if o is None else o[0] for o in operands]
         offsets = [0 if o is None else o[1] for o in operands]
         if self.temp_sizes:
@@ -290,6 +326,8 @@ class LaunchSequence:
         for step in self.steps:
             if step.__class__ is _Call:
                 evt = step.fn(queue, objs, offsets, alloc, wait)
+            elif scalars and step.__class__ is _Launch:
+                evt = step.enqueue(queue, objs, offsets, wait, scalars)
             else:
                 evt = step.enqueue(queue, objs, offsets, wait)
             if trace is not None:

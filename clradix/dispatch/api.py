@@ -30,9 +30,8 @@ from ..core.arguments import (Operand, attach_event, check_aligned, check_contex
 from ..core.device import default_device
 from ..core.keys import key_codec
 from ..core.memory import new_output, pooled_output, upload
-from ..core.render import programs_for
 from ..core.sizes import check_index_dtype
-from ..drivers.layout import Gather
+from ..planning.families import families_for
 from . import segments as segmented
 from .selector import Selector
 from .sorter import Sorter, _events
@@ -49,7 +48,6 @@ Events = Optional[Sequence[Optional[cl.Event]]]
 # core.render's program caches (pyopencl's first_arg_dependent_memoize keeps contexts alive).
 _sorters: weakref.WeakKeyDictionary[cl.Context, Sorter] = weakref.WeakKeyDictionary()
 _selectors: weakref.WeakKeyDictionary[cl.Context, Selector] = weakref.WeakKeyDictionary()
-_gathers: weakref.WeakKeyDictionary[cl.Context, Gather] = weakref.WeakKeyDictionary()
 _shared_lock = threading.Lock()
 
 
@@ -76,14 +74,6 @@ def _context(a: cl_array.Array) -> cl.Context:
     """The Context object ``a`` holds: the shared Sorter and Selector are kept per context
     object (weakly), and the caller's object lives as long as its arrays."""
     return cast(cl.Context, a.context)
-
-
-def _gather_for(context):
-    with _shared_lock:
-        g = _gathers.get(context)
-        if g is None:
-            g = _gathers[context] = Gather(programs_for(context))
-        return g
 
 
 def free_memory(context: Optional[cl.Context] = None) -> None:
@@ -281,9 +271,9 @@ class _Layout:
 
     def gather_in(self, queue, a, dst, dst_off, wait):
         """Enqueue the rows of ``a`` into ``dst`` at element ``dst_off``; the event."""
-        return _gather_for(self.context).enqueue(queue, a.base_data, self.offset,
-                                                  self.src_shape, self.src_strides, dst, dst_off,
-                                                  self.itemsize, wait)
+        return families_for(self.context).gather(queue, a.base_data, self.offset,
+                                                 self.src_shape, self.src_strides, dst, dst_off,
+                                                 self.itemsize, wait)
 
     def gather_out(self, queue, src, m, dst, dst_off, itemsize, wait):
         """Enqueue rows of ``m`` results (contiguous in ``src``) into ``dst`` in ``a``'s axis
@@ -294,8 +284,8 @@ class _Layout:
         where = {d: j for j, d in enumerate(self.perm)}
         shape = tuple(moved[where[d]] for d in range(len(moved)))
         strides = tuple(c_strides[where[d]] for d in range(len(moved)))
-        return _gather_for(self.context).enqueue(queue, src, 0, shape, strides, dst, dst_off,
-                                                  itemsize, wait)
+        return families_for(self.context).gather(queue, src, 0, shape, strides, dst, dst_off,
+                                                 itemsize, wait)
 
 
 #: argsorts of this many keys or more into 64-bit indices sort with 32-bit ones and widen them:
@@ -633,7 +623,7 @@ def argsort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
                                                           np.dtype(f"u{obytes}")),
                                       wait=wait, allocator=allocator)
         if narrow:
-            evt = _gather_for(_context(a)).widen(queue, obuf, res.base_data, res_off, n, [evt])
+            evt = families_for(_context(a)).widen(queue, obuf, res.base_data, res_off, n, [evt])
         attach_event(a, evt, replaced)
         attach_event(res, evt, replaced_r)
         return res

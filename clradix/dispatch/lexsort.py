@@ -13,8 +13,9 @@ from numpy.typing import DTypeLike
 from ..core.arguments import Operand, attach_event, check_aligned, check_outputs, host_array
 from ..core.keys import key_codec
 from ..core.sizes import check_index_dtype
+from ..planning.families import families_for
 from .api import (WIDEN_FROM, Allocator, AxisError, Events, _checked_input, _context,
-                  _contiguous, _gather_for, _host_result, _index_dtype_of, _result, _temp,
+                  _contiguous, _host_result, _index_dtype_of, _result, _temp,
                   _to_device, default_queue, sorter_for)
 from .records import lexsort_order
 from .sorter import _events
@@ -88,8 +89,8 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
         evt = lexsort_order(sorter, queue, ops, perm.base_data, pd, descending=False, wait=wait,
                             allocator=allocator)
         if narrow:
-            evt = _gather_for(_context(first)).widen(queue, perm.base_data, res.base_data,
-                                                     res_off, n, [evt])
+            evt = families_for(_context(first)).widen(queue, perm.base_data, res.base_data,
+                                                      res_off, n, [evt])
         else:
             evt = cl.enqueue_copy(queue, res.base_data, perm.base_data,
                                   byte_count=n * pd.itemsize, dst_offset=res.offset,

@@ -13,8 +13,6 @@ as their values. Nothing is read back to the host."""
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,28 +23,10 @@ import pyopencl.array as cl_array
 from ..core.arguments import (Operand, attach_event, check_aligned, check_context,
                               check_outputs, operand)
 from ..core.keys import VALUE_CL_TYPES, key_codec
-from ..core.render import programs_for
-from ..drivers.permute import Permute, payload_dtype
-from ..drivers.runs import Runs
-from ..drivers.search import Search
+from ..drivers.permute import payload_dtype
+from ..planning.families import families_for
 
-_families: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_families_lock = threading.Lock()
-
-
-def family(context, cls):
-    """The shared ``cls`` (Permute, Search or Runs) of ``context``."""
-    with _families_lock:
-        per = _families.get(context)
-        if per is None:
-            per = _families[context] = {}
-        found = per.get(cls)
-        if found is None:
-            found = per[cls] = cls(programs_for(context))
-        return found
-
-
-__all__ = ["family", "Permute", "Search", "Runs", "Record", "record_operand", "is_records",
+__all__ = ["Record", "record_operand", "is_records",
            "sort_records", "lexsort_order", "sort_lex"]
 
 
@@ -119,7 +99,7 @@ def apply_order(sorter, queue, perm, perm_dtype, n, records, wait, allocator):
     event, and each array's events replaced by its copy's."""
     if not records or n == 0:
         return cl.enqueue_marker(queue, wait_for=list(wait) or None)
-    permute = family(sorter.context, Permute)
+    permute = families_for(sorter.context)
     alloc = sorter.temporaries(queue, allocator)
     tmp = alloc(n * max(r.record_bytes for r in records))
     evt = None
@@ -146,7 +126,7 @@ def sort_records(sorter, queue, buf, keys, vals, *, dtype, descending, begin_bit
     pd = payload_dtype(n)
     alloc = sorter.temporaries(queue, allocator)
     perm = alloc(max(n, 1) * pd.itemsize)
-    evt = family(sorter.context, Permute).iota(queue, perm, 0, n, pd, [])
+    evt = families_for(sorter.context).iota(queue, perm, 0, n, pd, [])
     evt = sorter.sort(queue, buf, dtype=dtype, n=n, values=perm, value_dtype=pd,
                       descending=descending, begin_bit=begin_bit, end_bit=end_bit,
                       wait_for=list(wait) + [evt], allocator=allocator, segments=segments,
@@ -196,7 +176,7 @@ def lexsort_order(sorter, queue, keys, perm, perm_dtype, *, descending, wait, al
                             allocator=allocator)
     if len(keys) == 1 or n == 1:
         return evt
-    permute = family(sorter.context, Permute)
+    permute = families_for(sorter.context)
     alloc = sorter.temporaries(queue, allocator)
     tmp = alloc(n * max(k.dtype.itemsize for k in keys[1:]))
     for k in keys[1:]:

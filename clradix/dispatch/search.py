@@ -18,9 +18,9 @@ from ..core.arguments import (attach_event, check_aligned, check_context, check_
 from ..core.memory import upload
 from ..core.keys import key_codec
 from ..core.sizes import check_index_dtype
+from ..planning.families import families_for
 from .api import (Allocator, Events, _checked_input, _context, _contiguous, _host_result,
                   _index_dtype_of, _result, _to_device, default_queue, sorter_for)
-from .records import Search, family
 from .sorter import _events
 
 _SORTER_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
@@ -133,7 +133,7 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
         buf, wait_s, _ = _contiguous(sorter, queue, "searchsorted sorter", allocator, ctx_sorter,
                                      [])
         order = (buf[0], buf[1], sorter.dtype)
-    evt = family(_context(x1), Search).search(
+    evt = families_for(_context(x1)).search(
         queue, codec, keys, row_len, row_len if rows > 1 else 0, vals, per_row, total, order,
         (res.base_data, res.offset // idx_dtype.itemsize), idx_dtype, side == "right",
         wait_k + wait_v + wait_s)

@@ -59,8 +59,9 @@ from ..core.keys import key_codec
 from ..core.memory import checked_allocator
 from ..core.sizes import check_index_dtype
 from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE, SelectOperands
+from ..planning.families import families_for
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
-from .api import (_axis, _c_contiguous, _c_strides, _checked_input, _context, _gather_for,
+from .api import (_axis, _c_contiguous, _c_strides, _checked_input, _context,
                   _host_result, _result, _temp, _to_device, argsort, selector_for, sort,
                   sorter_for)
 from .sorter import _events
@@ -140,7 +141,7 @@ class _Rows:
         tmp = _temp(queue, "selection rows", a.dtype, (self.rows * self.row_len,), allocator,
                     sorter)
         replaced = list(a.events)
-        evt = _gather_for(self.context).enqueue(queue, a.base_data, self.offset, self.src_shape,
+        evt = families_for(self.context).gather(queue, a.base_data, self.offset, self.src_shape,
                                                 self.src_strides, tmp.base_data, 0,
                                                 self.itemsize, list(wait) + replaced)
         attach_event(a, evt, replaced)
@@ -153,7 +154,7 @@ class _Rows:
         where = {d: j for j, d in enumerate(self.perm)}
         shape = tuple(self.src_shape[where[d]] for d in range(len(self.shape)))
         strides = tuple(c_strides[where[d]] for d in range(len(self.shape)))
-        return _gather_for(self.context).enqueue(queue, src, 0, shape, strides, dst.base_data,
+        return families_for(self.context).gather(queue, src, 0, shape, strides, dst.base_data,
                                                  dst.offset // itemsize, itemsize, wait)
 
     def reduced_shape(self, keepdims):

@@ -29,7 +29,7 @@ from ..core.keys import key_codec
 from ..drivers.permute import payload_dtype
 from .api import (Allocator, Events, _check_bool, _checked_input, _context, _contiguous,
                   _result, _temp, _to_device, sorter_for)
-from .records import Permute, Runs, family
+from ..planning.families import families_for
 from .sorter import _events
 
 _A = TypeVar("_A")
@@ -144,7 +144,7 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
         attach_event(x, evt, list(x.events))
         if perm:
             order = _temp(queue, "unique positions", pd, (n,), allocator, sorter)
-            evt = family(ctx, Permute).iota(queue, order.base_data, 0, n, pd, [evt])
+            evt = families_for(ctx).iota(queue, order.base_data, 0, n, pd, [evt])
             evt = sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n, values=order.base_data,
                               value_dtype=pd, wait_for=[evt], allocator=allocator)
         else:
@@ -153,10 +153,10 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
         key_at, deps = (keys.base_data, 0), [evt]
     else:
         key_at, deps, _ = _contiguous(x, queue, "run keys", allocator, sorter, wait)
-    runs = family(ctx, Runs)
-    call = runs.prepare(queue, codec, n, _INDEX, pd if perm else None, starts, counts)
+    call = families_for(ctx).runs(queue, codec, n, _INDEX, pd if perm else None, starts, counts,
+                                  nan_distinct)
     table = sorter.temporaries(queue, allocator)(call.table_bytes)
-    evt = runs.count(queue, call, key_at, n, nan_distinct, table, deps)
+    evt = call.count(queue, key_at, table, deps)
     # the one wait on the host: the number of runs is the results' length. The per-block counts
     # are read as soon as they are counted; the inverse (of x's shape) is made meanwhile.
     per_block = np.empty(call.blocks, call.table_dtype)
@@ -171,8 +171,8 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
 
     def at(arr):
         return None if arr is None else (arr.base_data, 0)
-    evt = runs.write(queue, call, key_at, n, nan_distinct, table, m, at(values), at(first),
-                     at(lengths), at(order), at(index), at(inverse), [evt])
+    evt = call.write(queue, key_at, table, m, at(values), at(first), at(lengths), at(order),
+                     at(index), at(inverse), [evt])
     if not sort:
         attach_event(x, evt, list(x.events))
     for arr in out.values():

@@ -1,5 +1,6 @@
 """The drivers' contract: what every algorithm (single work-group, reduce-then-scan, onesweep,
-segmented, radix select) offers the planner and the host orchestration.
+segmented, radix select, rank select, the kernel families after a sort: elementwise.py) offers
+the planner and the host orchestration.
 
 - construction builds the algorithm's kernels for one planned policy (the planner constructs
   drivers) through :class:`Driver`'s ``__init__``: each ``Build`` names a template, its parameters

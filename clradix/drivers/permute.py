@@ -6,10 +6,13 @@ indices) sort their keys once with a 4-byte index as the value, then take each a
 records by that index: one read and one write of each record, whatever its width, instead of
 moving it in every digit pass."""
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
+from ..core.launches import Buf, LaunchSequence, Off, slots
 from ..core.sizes import round_up
-from .elementwise import KernelFamily, group_size, index_cl
+from .elementwise import FamilyDriver
 
 _WORDS = ((16, "uint4"), (8, "ulong"), (4, "uint"), (2, "ushort"), (1, "uchar"))
 
@@ -22,28 +25,59 @@ def word_of(record_bytes, *byte_offsets):
     raise AssertionError("a byte always divides")  # pragma: no cover
 
 
-class Permute(KernelFamily):
-    template = "permute.cl.mako"
+class PermuteOperands(NamedTuple):
+    """A permutation's operands, (buffer, element offset) pairs, offsets in words (take) or
+    indices (iota): the records read, the index array, and where they are written (iota: the
+    positions)."""
 
-    def take(self, queue, src, src_byte_off, idx, idx_off, idx_dtype, dst, dst_byte_off, n,
-             limit, record_bytes, wait):
-        """Enqueue: record i of ``dst`` (from byte ``dst_byte_off``) = record ``idx[idx_off +
-        i]`` of ``src`` (from byte ``src_byte_off``; ``limit`` records), records of
-        ``record_bytes`` bytes, for i < n; the event. ``idx`` holds unsigned (or non-negative)
-        integers of ``idx_dtype``'s width."""
-        width, word_t = word_of(record_bytes, src_byte_off, dst_byte_off)
-        params = dict(word_t=word_t, idx_t=index_cl(idx_dtype))
-        args = [src, src_byte_off // width, idx, idx_off, dst, dst_byte_off // width, n, limit,
-                record_bytes // width]
-        return self.launch_items(queue, params, "take", args, n, wait)
+    src: Any
+    idx: Any
+    dst: Any
 
-    def iota(self, queue, dst, dst_off, n, idx_dtype, wait):
-        """Enqueue dst[dst_off + i] = i for i < n (``idx_dtype``: uint32 or uint64); the
-        event."""
-        t = index_cl(idx_dtype)
-        wg = group_size(queue.device)
-        return self.launch(queue, dict(word_t="uint", idx_t=t), "rts_iota", [dst, dst_off, n],
-                           round_up(max(int(n), 1), wg), wg, wait)
+
+SRC, IDX, DST = slots(PermuteOperands)
+
+
+class TakeJob(NamedTuple):
+    """``n`` records of ``words`` words of ``word_t`` taken by an index of ``idx_t``: record i
+    of dst = record idx[i] of src, skipped where idx[i] >= ``limit``."""
+
+    word_t: str
+    idx_t: str
+    n: int
+    limit: int
+    words: int
+
+
+class IotaJob(NamedTuple):
+    """The ``n`` positions 0, 1, ... as ``idx_t``."""
+
+    idx_t: str
+    n: int
+
+
+class Permute(FamilyDriver, template="permute.cl.mako", family="permute",
+              kernels=("take", "rts_iota"), operands=PermuteOperands):
+    """take and rts_iota of one program (word and index types) on one device (contract:
+    elementwise.FamilyDriver)."""
+
+    @classmethod
+    def program(cls, policy, profile, job):
+        return dict(word_t=job.word_t if isinstance(job, TakeJob) else "uint", idx_t=job.idx_t)
+
+    def sequence(self, job):
+        """One launch: take, grid-stride over the records, or rts_iota, a work-item a
+        position."""
+        seq = LaunchSequence(self)
+        wg = self.policy.wg_size
+        if isinstance(job, TakeJob):
+            seq.launch("take", "take", (self.policy.groups(job.n) * wg,), (wg,),
+                       [Buf(SRC), Off(SRC), Buf(IDX), Off(IDX), Buf(DST), Off(DST), job.n,
+                        job.limit, job.words])
+        else:
+            seq.launch("rts_iota", "rts_iota", (round_up(max(job.n, 1), wg),), (wg,),
+                       [Buf(DST), Off(DST), job.n])
+        return seq
 
 
 def payload_dtype(n):

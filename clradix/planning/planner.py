@@ -1,6 +1,6 @@
 """The planner: the one entry point that turns a call (a sort, a segmented sort, a top-k, a
-selection) into a validated policy, its built driver and the ready launch sequence of the call's
-configuration.
+selection, a kernel family's job: planning/families.py) into a validated policy, its built
+driver and the ready launch sequence of the call's configuration.
 
 The pure planners (clradix.policies) choose from what the device profile says. What only a build
 tells is learned here, once per key configuration, with one warning, by one rule
@@ -40,6 +40,7 @@ from ..drivers.segmented import SegmentedSort
 from ..drivers.segmented_chunks import SegmentChunks
 from ..drivers.topk_chunks import TopkChunks
 from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
+from ..policies.families import family_policy
 from ..policies.segment import plan_segments
 from ..policies.fit import without_ranking
 from ..policies.sort_plan import plan_sort
@@ -92,11 +93,12 @@ class Prepared:
     def __init__(self, driver, sequence, lock, plan=None):
         self.driver, self.sequence, self.plan, self._lock = driver, sequence, plan, lock
 
-    def run(self, queue, operands, alloc, wait, in_order=False):
-        """Enqueue the sequence with the call's operands (the driver's Operands; see
-        LaunchSequence.run); the event of its last command, or None when it has none."""
+    def run(self, queue, operands, alloc, wait, in_order=False, scalars=()):
+        """Enqueue the sequence with the call's operands (the driver's Operands) and scalars
+        (see LaunchSequence.run); the event of its last command, or None when it has none."""
         with self._lock:
-            return self.sequence.run(queue, operands, alloc, wait, self.driver.trace, in_order)
+            return self.sequence.run(queue, operands, alloc, wait, self.driver.trace, in_order,
+                                     scalars)
 
 
 class Planner:
@@ -463,6 +465,37 @@ class Planner:
                                    nranks, policy),
             build, lambda plan: (plan.wg, 1), f"the selection of {codec.dtype} keys",
             policy is not None and policy.wg_size is not None)
+
+    # ------------------------------------------------------------------ kernel families
+
+    def family_work(self, device, cls, job, policy=None):
+        """The Prepared of a kernel family's job (``cls``: its driver, drivers/elementwise.py;
+        ``policy``: one given instead of the device's, policies.families)."""
+        key = (cls, job.__class__, device.int_ptr, job, policy)
+        prepared = self.ready(key)
+        if prepared is None:
+            prepared = self._prepare(key, lambda: (self.family_driver(device, cls, job, policy),
+                                                   job, None))
+        return prepared
+
+    def family_driver(self, device, cls, job, policy=None):
+        """The built driver of ``cls`` for the program ``job`` runs, under the device's policy of
+        the family (or ``policy``); a work-group limit the build reports makes the planner plan
+        a smaller work-group (unless the policy was given)."""
+        config = ("family", cls.family)
+
+        def plan():
+            profile = self.capped_profile(device, config)
+            return profile, policy if policy is not None else family_policy(cls.family, profile)
+
+        def build(planned):
+            profile, pol = planned
+            params = cls.program(pol, profile, job)
+            return self.built((device.int_ptr, cls, pol, tuple(sorted(params.items()))),
+                              lambda: cls(self.programs, device, profile, pol, params))
+        return self.build_with_retries(
+            device, config, plan, build, lambda planned: (planned[1].wg_size, 1),
+            f"the {cls.family} kernels", policy is not None)
 
 
 def global_sort_work(sort_planner, device, codec, rows, row_len, k, gd, largest):
