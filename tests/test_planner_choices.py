@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+if __name__ == "__main__":   # (the checkout's clradix, not an installed one)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from clradix.core.errors import PolicyError
 from clradix.core.keys import key_codec
 from clradix.core.sizes import index_bytes
@@ -76,8 +78,7 @@ def _choice(plan_sort, validate, profile, codec, vb, n, over):
 def choices():
     """The table's lines: profile, overrides, key dtype, value bytes, then the choice of each
     run of sizes."""
-    from clradix.policies.sort_plan import plan_sort
-    from clradix.policies.sort_validate import validate
+    from clradix.planning.sort_plan import plan_sort, validate
     lines = []
     for pname, profile in _profiles():
         for over in OVERRIDES:
@@ -108,5 +109,4 @@ def test_planner_choices_are_the_table():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     print("\n".join(choices()))

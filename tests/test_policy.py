@@ -9,10 +9,9 @@ import clradix
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
 from clradix.policies.overrides import check_overrides
-from clradix.policies.sort import SortPolicy
+from clradix.policies.sort import DEBUG_FIELDS, POLICY_FIELDS, SortPolicy
 from clradix.policies.sort_defaults import NVIDIA_FUSED_MAX
-from clradix.policies.sort_plan import plan_sort
-from clradix.policies.sort_validate import validate
+from clradix.planning.sort_plan import local_bytes, plan_sort, validate
 from conftest import fake_profile
 
 
@@ -115,7 +114,7 @@ def test_planner_shrinks_tile_to_local_memory():
     nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
     c = key_codec(np.uint64)
     pol = plan_sort(nv, c, 16, 2 ** 28)
-    assert pol.local_bytes(8, 4, 16) <= nv.local_mem_bytes
+    assert local_bytes(pol, 8, 4, 16) <= nv.local_mem_bytes
     validate(pol, nv, 8, 4, 16)
     assert pol.items_per_thread < plan_sort(nv, key_codec(np.uint32), None, 2 ** 28).items_per_thread
 
@@ -150,9 +149,13 @@ BAD_OVERRIDES = [
 @pytest.mark.parametrize("override,exc,msg", BAD_OVERRIDES,
                          ids=[f"{k}={v!r}" for o, _, _ in BAD_OVERRIDES for k, v in o.items()])
 def test_override_of_the_wrong_type_or_value_is_refused(override, exc, msg):
-    """The error names the field, the value and what the field takes (None: the planner's)."""
-    for call in (lambda: check_overrides(dict(override, blocks_per_cu=None)),
-                 lambda: plan_sort(profile(), key_codec(np.uint32), None, 10 ** 6, **override)):
+    """The error names the field, the value and what the field takes (None: the planner's); the
+    planner takes the policy fields (the debugging switches are the Sorter's, SortDebug)."""
+    calls = [lambda: check_overrides(dict(override, blocks_per_cu=None))]
+    if not set(override) & set(DEBUG_FIELDS):
+        calls.append(lambda: plan_sort(profile(), key_codec(np.uint32), None, 10 ** 6,
+                                       **override))
+    for call in calls:
         with pytest.raises(exc) as info:
             call()
         assert info.type is exc and msg in str(info.value), str(info.value)
@@ -162,7 +165,7 @@ def test_override_of_the_wrong_type_or_value_is_refused(override, exc, msg):
 def test_overrides_of_the_right_type_pass():
     check_overrides(dict(wg_size=np.int64(128), items_per_thread=8, algorithm="onesweep",
                          ranking="local", force_fallback=True))
-    check_overrides({name: None for name in SortPolicy.__dataclass_fields__})
+    check_overrides({name: None for name in POLICY_FIELDS + DEBUG_FIELDS})
     with pytest.raises(TypeError, match="unknown policy override.*: bogus"):
         check_overrides(dict(bogus=None))
 

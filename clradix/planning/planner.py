@@ -30,42 +30,23 @@ from ..core.keys import value_type_of
 from ..core.render import KernelBuildError
 from ..core.sizes import index_bytes, index_type, pow2_floor
 from ..core.keys import key_codec
-from ..drivers.chunks import ChunkBuckets, Chunks
 from ..drivers.digit_passes import SortJob
-from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.radix_select import GlobalSorts, RadixSelect, TopkJob, global_sorts
 from ..drivers.rank_select import RankSelect, SelectJob
-from ..drivers.reduce_then_scan import ReduceThenScan
 from ..drivers.segmented import SegmentedSort
 from ..drivers.segmented_chunks import SegmentChunks
 from ..drivers.topk_chunks import TopkChunks
-from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
 from ..policies.segment import plan_segments
 from ..policies.fit import without_ranking
-from ..policies.sort_plan import plan_sort
-from ..policies.sort_validate import validate
+from ..policies.sort import NO_DEBUG
 from ..policies.selection import plan_selection
 from ..policies.topk import MIN_WG, plan_topk
 from ..policies.tuning import tuned_table
-
-DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup,
-           "chunks": Chunks}
+from .sort_plan import driver_class, plan_sort, validate
 
 # How many call configurations the planner keeps the prepared work of: a repeated call plans,
 # validates and builds nothing (about half of a small sort's host time on PoCL).
 READY_CONFIGURATIONS = 64
-
-
-def driver_class(policy):
-    """The sort driver of ``policy``: its algorithm's, and for one work-group with 8-bit digits
-    the one that ranks them as onesweep does."""
-    if policy.algorithm == "single_wg" and policy.radix_bits == 8:
-        return OnesweepSmall
-    if policy.algorithm == "onesweep" and policy.fused_passes:
-        return OnesweepFused
-    if policy.algorithm == "chunks" and policy.bucket_keys:
-        return ChunkBuckets
-    return DRIVERS[policy.algorithm]
 
 
 def topk_driver_class(plan):
@@ -102,11 +83,12 @@ class Prepared:
 class Planner:
     """Plans, builds and prepares the calls of one Sorter or Selector: ``overrides`` (its policy
     fields; a Sorter's ``segment_policy`` for its segmented sorts) are kept as the caller set
-    them."""
+    them; ``debug`` (a Sorter's SortDebug) goes to the sort planner and drivers as it is."""
 
-    def __init__(self, programs, overrides, segment_policy=None):
+    def __init__(self, programs, overrides, segment_policy=None, debug=NO_DEBUG):
         self.programs = programs
         self.overrides = overrides
+        self.debug = debug
         self.segment_policy = segment_policy
         self.profiles = Profiles()
         self.lock = threading.RLock()
@@ -241,9 +223,9 @@ class Planner:
         config = ("sort", codec.dtype, value_bytes, index_type(n)[0])
         profile = self.capped_profile(device, config)
         policy = plan_sort(profile, codec, value_bytes or None, n, self.tuned(profile),
-                           **self.overrides)
+                           self.debug, **self.overrides)
         if validated:
-            validate(policy, profile, codec.itemsize, index_bytes(n), value_bytes, n)
+            validate(policy, profile, codec.itemsize, index_bytes(n), value_bytes, n, self.debug)
         return profile, policy
 
     def prepare_sort(self, key, device, codec, value_bytes, job):
@@ -283,7 +265,8 @@ class Planner:
             profile, policy = planned
             return self.built((device.int_ptr, policy, "sort", codec.dtype, value_t, index_name),
                               lambda: driver_class(policy)(self.programs, device, profile, policy,
-                                                           codec, value_t, index_name, index_np))
+                                                           codec, value_t, index_name, index_np,
+                                                           self.debug))
         return self.build_with_retries(
             device, ("sort", codec.dtype, value_bytes, index_name),
             lambda: self.plan(device, codec, value_bytes, n), build,

@@ -1,6 +1,15 @@
-"""The pure sort planner: :func:`plan_sort` chooses a SortPolicy from (device profile, key codec,
-value size, n, overrides), starting from the defaults table's entry (:mod:`.sort_defaults`) and
-fitting it to the device with the rules of :mod:`.fit`; a field the caller set is never changed.
+"""The sort planner: :func:`plan_sort` chooses a sort policy from (device profile, key codec,
+value size, n, overrides), starting from the defaults table's entry (policies.sort_defaults) and
+fitting it to the device with the rules of policies.fit and the local memory its driver's
+kernels take (each driver's ``local_bytes``, beside its template); a knob the caller set is
+never changed. :func:`validate` checks a policy against a device: the policy's own checks
+(``SortPolicy.check``, each algorithm's in its class) and its driver's local memory. Pure: reads
+the device profile only, builds nothing.
+
+An override applies to the algorithm planned when that algorithm takes it (``ranking`` to
+onesweep and the one-work-group sort of 8-bit digits, ``blocks_per_cu`` to reduce-then-scan and
+the chunked sort, ...) and is left out otherwise; where the caller chose the algorithm, a knob
+it does not take is a PolicyError.
 """
 
 import math
@@ -9,29 +18,66 @@ from dataclasses import replace
 
 from ..core.errors import PolicyError
 from ..core.sizes import index_bytes
-from .fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
-from .sort import check_radix_bits, check_sort_overrides
-from .sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
-                            default_policy, nvidia_pass_tile, small_policy_entry,
-                            workgroup_cpu_policy)
-from .sort_validate import validate
+from ..drivers.chunks import ChunkBuckets, Chunks
+from ..drivers.onesweep import Onesweep, OnesweepFused
+from ..drivers.reduce_then_scan import ReduceThenScan
+from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
+from ..policies.fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
+from ..policies.sort import (NO_DEBUG, POLICIES, ChunksPolicy, check_radix_bits,
+                             check_sort_overrides)
+from ..policies.sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
+                                      default_policy, nvidia_pass_tile, small_policy_entry,
+                                      workgroup_cpu_policy)
 
-# The fields the chunks algorithm takes (others set without an algorithm plan a work-group one).
-_CHUNK_FIELDS = {"radix_bits", "items_per_thread", "blocks_per_cu", "bucket_keys"}
+DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup,
+           "chunks": Chunks}
+
+# The knobs the chunks algorithm takes but wg_size (others set without an algorithm plan a
+# work-group one on a CPU).
+_CHUNK_FIELDS = set(ChunksPolicy.knobs()) - {"wg_size"}
 # The fields that fix the shape of a one-work-group sort (the planner then sizes no tile to n).
 _TILE_FIELDS = {"algorithm", "radix_bits", "wg_size", "items_per_thread"}
 
 
-def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
+def driver_class(policy):
+    """The sort driver of ``policy``: its algorithm's, and for one work-group with 8-bit digits
+    the one that ranks them as onesweep does."""
+    if policy.algorithm == "single_wg" and policy.radix_bits == 8:
+        return OnesweepSmall
+    if policy.algorithm == "onesweep" and policy.fused_passes:
+        return OnesweepFused
+    if policy.algorithm == "chunks" and policy.bucket_keys:
+        return ChunkBuckets
+    return DRIVERS[policy.algorithm]
+
+
+def local_bytes(policy, key_bytes, index_bytes_, value_bytes=0, debug=NO_DEBUG):
+    """Local memory of the largest kernel ``policy``'s driver builds (its ``local_bytes``)."""
+    return driver_class(policy).local_bytes(policy, key_bytes, index_bytes_, value_bytes, debug)
+
+
+def validate(policy, profile, key_bytes, index_bytes_, value_bytes=0, n_keys=None,
+             debug=NO_DEBUG):
+    """Raise PolicyError (naming the device) if ``policy`` cannot run there."""
+    policy.check(profile, key_bytes, index_bytes_, value_bytes, n_keys)
+    need = local_bytes(policy, key_bytes, index_bytes_, value_bytes, debug)
+    if need > profile.local_mem_bytes:
+        raise PolicyError(f"too little local memory on {profile.describe()}: {policy} needs "
+                          f"{need} bytes of local memory for {key_bytes}-byte keys, the device "
+                          f"has {profile.local_mem_bytes} (CL_DEVICE_LOCAL_MEM_SIZE)")
+
+
+def plan_sort(profile, codec, value_bytes, n, tuned=None, debug=NO_DEBUG, **overrides):
     """The policy for sorting ``n`` keys of ``codec`` (with values of ``value_bytes`` or None).
 
     ``tuned`` is an autotuned table ``{(dtype name, log2 n): SortPolicy}`` for this device (see
-    tuning.py): without overrides, its entry for the nearest size class wins when it fits.
-    Keyword overrides (any SortPolicy field) replace the planner's choice when not None.
+    policies.tuning): without overrides or debugging switches (``debug``, a SortDebug), its
+    entry for the nearest size class wins when it fits. Keyword overrides (``algorithm`` and any
+    algorithm's knob) replace the planner's choice when not None (see the module's docstring).
     A tuned policy that cannot run here is skipped with a RuntimeWarning naming its entry and why.
     """
     check_sort_overrides(overrides)
-    if tuned and not any(v is not None for v in overrides.values()):
+    if tuned and debug == NO_DEBUG and not any(v is not None for v in overrides.values()):
         picked = _tuned_policy(profile, codec, value_bytes, n, tuned)
         if picked is not None:
             return picked
@@ -41,15 +87,18 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
     if algorithm == "chunks":
         base = DEFAULTS["cpu-chunks"]
     elif base.algorithm == "chunks" and (algorithm is not None or set(fields) - _CHUNK_FIELDS):
-        # a work-group algorithm, or a field only those take (wg_size, ranking, ...), asked for
+        # a work-group algorithm, or a knob only those take (wg_size, ranking, ...), asked for
         # on a CPU: the CPU's work-group default
         base = workgroup_cpu_policy(profile, n)
+    if algorithm is not None:
+        _check_knobs(algorithm, fields)
     # what the sizing below computes with (validate checks the rest once the policy is whole)
     if "radix_bits" in fields:
         check_radix_bits(fields.get("algorithm", base.algorithm), fields["radix_bits"])
     if fields.get("sg_size", 1) < 1:
         raise PolicyError(f"sg_size={fields['sg_size']} must be at least 1")
-    small = _small_policy(profile, codec, value_bytes, fields)
+    kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
+    small = _small_policy(profile, codec, value_bytes, fields, debug)
     if (small is not None and n <= small.tile and base.algorithm != "chunks"
             and not _TILE_FIELDS & set(fields)):
         # no larger tile than n needs: os_small ranks every slot of its tile, and the 4-bit
@@ -59,20 +108,21 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
             ipt *= 2
         return replace(small, items_per_thread=min(ipt, small.items_per_thread))
     if algorithm == "single_wg":
-        return small or replace(DEFAULTS["small"], **fields)
-    policy = replace(base, **fields)
+        return small or _with_fields(DEFAULTS["small"], fields)
+    policy = _with_fields(base, fields)
     if policy.algorithm == "chunks":
         # the buckets where the caller set neither them nor the digit width (bucket_keys=0: the
         # LSD passes); a caller's bucket_keys with the planner's top digit
-        bits, bucket_keys = bucket_fields(codec.itemsize, value_bytes, n)
+        bits, bucket_keys = bucket_fields(kb, value_bytes, n)
         if not ({"radix_bits", "bucket_keys"} & set(fields)):
             policy = replace(policy, bucket_keys=bucket_keys)
         if "radix_bits" not in fields:
             policy = replace(policy, radix_bits=bits if policy.bucket_keys
-                             else chunk_radix_bits(codec.itemsize, n))
-    kb, ib, vb = codec.itemsize, index_bytes(n), value_bytes or 0
-    policy = _fit(policy, profile, set(fields), lambda pol: pol.local_bytes(kb, ib, vb),
-                  three_quarters, keep_ranking=True)
+                             else chunk_radix_bits(kb, n))
+
+    def need(pol):
+        return local_bytes(pol, kb, ib, vb, debug)
+    policy = _fit(policy, profile, set(fields), need, three_quarters, keep_ranking=True)
     nvidia_onesweep = profile.is_gpu and profile.is_nvidia and policy.algorithm == "onesweep"
     if (nvidia_onesweep and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
@@ -84,16 +134,36 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, **overrides):
         if "wg_size" not in fields:
             policy = clamp_wg(replace(policy, wg_size=wg), profile)
         if "items_per_thread" not in fields:
-            policy = shrink_items(replace(policy, items_per_thread=ipt),
-                                  lambda pol: pol.local_bytes(kb, ib, vb),
+            policy = shrink_items(replace(policy, items_per_thread=ipt), need,
                                   profile.local_mem_bytes, three_quarters)
         if "max_registers" not in fields:
             policy = replace(policy, max_registers=cap)
-    if policy.fused_passes and "ring_slots" not in fields:
+    if policy.algorithm == "onesweep" and policy.fused_passes and "ring_slots" not in fields:
         # the rings hold every tile of a pass (os_fused reuses no slot)
         tiles = -(-n // policy.tile)
         policy = replace(policy, ring_slots=max(policy.ring_slots, 1 << (tiles - 1).bit_length()))
     return policy
+
+
+def _check_knobs(algorithm, fields):
+    """PolicyError naming a knob set (not None) that the caller's ``algorithm`` does not take."""
+    cls = POLICIES.get(algorithm)
+    if cls is None:
+        return   # (check_sort_overrides refused it)
+    foreign = sorted(set(fields) - set(cls.knobs()) - {"algorithm"})
+    if foreign:
+        raise PolicyError(f"{', '.join(foreign)}: not a knob of the {algorithm} algorithm (its "
+                          f"knobs: {', '.join(cls.knobs())})")
+
+
+def _with_fields(policy, fields):
+    """``policy`` made the algorithm ``fields`` names (the knobs both algorithms take carried
+    over, the others at the algorithm's defaults), then given every knob of ``fields`` that
+    algorithm takes."""
+    cls = POLICIES[fields.get("algorithm", policy.algorithm)]
+    if type(policy) is not cls:
+        policy = cls(**{k: getattr(policy, k) for k in cls.knobs() if k in policy.knobs()})
+    return replace(policy, **{k: v for k, v in fields.items() if k in cls.knobs()})
 
 
 def _fit(policy, profile, fixed, need, step, keep_ranking):
@@ -112,18 +182,18 @@ def _fit(policy, profile, fixed, need, step, keep_ranking):
     return policy
 
 
-def _small_policy(profile, codec, value_bytes, fields):
+def _small_policy(profile, codec, value_bytes, fields, debug):
     """The one-work-group policy for this device and key (None if not even 256 keys fit): 8-bit
     digits ranked as onesweep does where the defaults entry says so (the largest items_per_thread
     that fits), else 4-bit split passes (items_per_thread halved until it fits)."""
-    pol = replace(small_policy_entry(profile),
-                  **{k: v for k, v in fields.items() if k != "algorithm"})
+    pol = _with_fields(small_policy_entry(profile),
+                       {k: v for k, v in fields.items() if k != "algorithm"})
     vb = value_bytes or 0
     # (os_small's tile is sized up to the limit: leave the compiler a little local memory)
     margin = 1024 if pol.radix_bits == 8 else 0
     # (its tile is fitted to local memory even from a caller's items_per_thread: at most that)
     pol = _fit(pol, profile, set(fields) - {"items_per_thread"},
-               lambda p: p.local_bytes(codec.itemsize, 4, vb) + margin,
+               lambda p: local_bytes(p, codec.itemsize, 4, vb, debug) + margin,
                (lambda ipt: ipt - 1) if pol.radix_bits == 8 else (lambda ipt: ipt // 2),
                keep_ranking=False)
     return pol if pol.tile >= 256 else None
