@@ -265,7 +265,8 @@ class Sorter:
              value_dtype: Optional[DTypeLike] = None) -> SortPolicy:
         """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
         vbytes = _value_bytes(value_dtype)
-        return self.planner.plan(device, key_codec(dtype), vbytes, check_n(n), validated=False)[1]
+        return self.planner.plan(device, key_codec(dtype), vbytes, check_n(n),
+                                 validated=False).policy
 
     def free_memory(self) -> None:
         """Release the temporaries the Sorter's memory pools hold for reuse."""

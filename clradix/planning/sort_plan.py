@@ -3,8 +3,10 @@ value size, n, overrides), starting from the defaults table's entry (policies.so
 fitting it to the device with the rules of policies.fit and the local memory its driver's
 kernels take (each driver's ``local_bytes``, beside its template); a knob the caller set is
 never changed. :func:`validate` checks a policy against a device: the policy's own checks
-(``SortPolicy.check``, each algorithm's in its class) and its driver's local memory. Pure: reads
-the device profile only, builds nothing.
+(``SortPolicy.check``, each algorithm's in its class) and its driver's local memory.
+:func:`sort_plan` makes a :class:`SortPlan` of a chosen policy: what one sort configuration
+derives from it (the driver, the index type, the local memory). Pure: reads the device profile
+only, builds nothing.
 
 An override applies to the algorithm planned when that algorithm takes it (``ranking`` to
 onesweep and the one-work-group sort of 8-bit digits, ``blocks_per_cu`` to reduce-then-scan and
@@ -14,17 +16,20 @@ it does not take is a PolicyError.
 
 import math
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Type
 
+from ..core.device import DeviceProfile
 from ..core.errors import PolicyError
-from ..core.sizes import index_bytes
+from ..core.sizes import index_bytes, index_type
+from ..drivers.digit_passes import DigitPasses
 from ..drivers.chunks import ChunkBuckets, Chunks
 from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.reduce_then_scan import ReduceThenScan
 from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
 from ..policies.fit import clamp_wg, ranking_backends, shrink_items, three_quarters, with_best_ranking
-from ..policies.sort import (NO_DEBUG, POLICIES, ChunksPolicy, check_radix_bits,
-                             check_sort_overrides)
+from ..policies.sort import (NO_DEBUG, POLICIES, ChunksPolicy, SortDebug, SortPolicy,
+                             check_radix_bits, check_sort_overrides)
 from ..policies.sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
                                       default_policy, nvidia_pass_tile, small_policy_entry,
                                       workgroup_cpu_policy)
@@ -49,6 +54,30 @@ def driver_class(policy):
     if policy.algorithm == "chunks" and policy.bucket_keys:
         return ChunkBuckets
     return DRIVERS[policy.algorithm]
+
+
+@dataclass(frozen=True)
+class SortPlan:
+    """How one sort configuration runs: the policy the planner chose and fitted to the device
+    (the knobs), the debugging switches, and what follows from them for these keys."""
+
+    policy: SortPolicy
+    profile: DeviceProfile
+    debug: SortDebug
+    driver: Type[DigitPasses]   # the driver class (driver_class)
+    index_name: str             # the kernels' positions and counts
+    index_np: type
+    local_bytes: int            # of the driver's largest kernel (its local_bytes)
+
+
+def sort_plan(policy, profile, codec, value_bytes, n, debug=NO_DEBUG, validated=True):
+    """The SortPlan of ``policy`` for ``n`` keys of ``codec`` with ``value_bytes``-byte values
+    (0: none), checked against the device (:func:`validate`) unless ``validated=False``."""
+    index_name, index_np = index_type(n)
+    if validated:
+        validate(policy, profile, codec.itemsize, index_bytes(n), value_bytes, n, debug)
+    return SortPlan(policy, profile, debug, driver_class(policy), index_name, index_np,
+                    local_bytes(policy, codec.itemsize, index_bytes(n), value_bytes, debug))
 
 
 def local_bytes(policy, key_bytes, index_bytes_, value_bytes=0, debug=NO_DEBUG):
