@@ -13,8 +13,10 @@ The design, as top-k's :class:`~.topk.TopkPolicy` and its ``TopkPlan`` split it:
   own class (there is no central table of which field goes with which algorithm).
 - **What one call derives** (the local memory the kernels take, the temporaries, the digit
   passes, the launch grid) is not part of a policy: each driver computes it beside its template
-  (``local_bytes``, ``temp_bytes``, ``grid``; clradix.drivers), and the sort planner
-  (clradix.planning.sort_plan) fits a policy to the device by the driver's figure.
+  (``local_bytes``, ``temp_bytes``, ``grid``; clradix.drivers). The sort planner
+  (clradix.planning.sort_plan, above the drivers) fits a policy to the device by its driver's
+  figure, and its ``SortPlan`` of a call holds the policy, the debugging switches, the driver,
+  the index type and that figure.
 - **Debugging and test switches** (:class:`SortDebug`: ``force_fallback``, ``fused_scan``)
   change the kernels without being tuned: they never come from the defaults, the planner or the
   tuning cache, and are not saved there. A Sorter takes them as keywords beside the knobs and
