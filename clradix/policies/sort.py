@@ -136,9 +136,9 @@ class SortPolicy(metaclass=_FlatConstructor):
         if self.tile > 65536:
             raise PolicyError(f"tile of {self.tile} keys (wg_size x items_per_thread) exceeds "
                               f"65536")
-        for name in ("blocks_per_cu", "max_registers", "bucket_keys"):
-            if name in self.knobs():
-                _check_at_least(name, getattr(self, name))
+        for name, (low, bound) in _AT_LEAST.items():
+            if name in self.knobs() and getattr(self, name) < low:
+                raise PolicyError(f"{name}={getattr(self, name)} must be {bound}")
         if not profile.has_int64:
             uses = [what for what, wide in (("64-bit keys", key_bytes == 8),
                                             ("64-bit indices", index_bytes == 8),
@@ -156,16 +156,10 @@ class SortPolicy(metaclass=_FlatConstructor):
             raise PolicyError(f"wg_size={self.wg_size} must be a power of two")
 
 
-# the lower bound of a count knob, and what its bound means
+# the lower bound of the count knobs (of the algorithms that take them), and what it means
 _AT_LEAST = {"blocks_per_cu": (1, "at least 1"),
              "max_registers": (0, "0 (the compiler's choice) or more"),
              "bucket_keys": (0, "0 (no buckets) or more")}
-
-
-def _check_at_least(name, value):
-    low, text = _AT_LEAST[name]
-    if value < low:
-        raise PolicyError(f"{name}={value} must be {text}")
 
 
 def _check_ranking(policy, profile):
