@@ -37,7 +37,7 @@ from clradix import bench
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
-from clradix.policies.sort_validate import validate
+from clradix.planning.sort_plan import validate
 
 from . import common, impls, report
 
@@ -347,7 +347,7 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
             impl.sorter.temp_bytes(n, dtype, np.uint32 if op != "sort" else None)
             pol = impl.sorter.plan(impl.queue.device, dtype, n, np.uint32 if op != "sort" else None)
             validate(pol, DeviceProfile.from_device(impl.queue.device), np.dtype(dtype).itemsize,
-                     4, 4 if op != "sort" else 0, n)
+                     4, 4 if op != "sort" else 0, n, impl.sorter.planner.debug)
         except PolicyError as exc:
             print(f"{impl.name[:22]:22s} {op:11s} {dtype:8s} {report.size_label(n):>6s} "
                   f"skipped: {str(exc)[:70]}", flush=True)
@@ -362,8 +362,8 @@ def _case(run, where, impl, op, dtype, n, keys, want, repeat, floor):
             pol = impl.sorter.plan(impl.queue.device, dtype, n,
                                    np.uint32 if op != "sort" else None)
             policy = (f"{pol.algorithm} {pol.radix_bits}b {pol.wg_size}x{pol.items_per_thread}"
-                      + (" fused_scan" if pol.fused_scan and pol.algorithm == "reduce_then_scan"
-                         else "")
+                      + (" fused_scan" if impl.sorter.planner.debug.fused_scan
+                         and pol.algorithm == "reduce_then_scan" else "")
                       + (f" {pol.ranking}" if pol.ranks_by_subgroups else ""))
             times["host_per_floor"] = times["host_us"] / floor
         run.record(fields, impl.name, op, dtype, n, ok=ok, policy=policy, **times)

@@ -4,7 +4,7 @@ device, rank them against the planner's default, and report the timings.
 Saving the winners (and reading them back when sorting) is :mod:`clradix.policies.tuning`'s job.
 """
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 import pyopencl as cl
@@ -16,10 +16,9 @@ from .core.device import DeviceProfile
 from .core.keys import key_codec, parse_dtype
 from .core.errors import PolicyError
 from .policies.fit import ranking_backends, sg_size_of
-from .policies.sort import RADIX_BITS, SortPolicy
+from .planning.sort_plan import plan_sort, validate
+from .policies.sort import RADIX_BITS, OnesweepPolicy, policy_from_fields
 from .policies.sort_defaults import DEFAULTS
-from .policies.sort_plan import plan_sort
-from .policies.sort_validate import validate
 from .core.render import KernelBuildError
 from .core.sizes import index_bytes
 from .dispatch.sorter import Sorter
@@ -40,7 +39,7 @@ def candidates(profile, dtype, n):
         for rb in RADIX_BITS:
             for wg, ipt in ([(256, 24), (256, 20), (256, 16), (256, 12)] if profile.is_gpu
                             else [(256, 16), (128, 16)]):
-                out.append(SortPolicy("onesweep", rb, wg, ipt, ranking=ranking, sg_size=sg))
+                out.append(OnesweepPolicy(rb, wg, ipt, ranking=ranking, sg_size=sg))
     if profile.is_cpu:   # the chunked CPU sort: digit widths and chunks per compute unit
         for rb in (8, 11):
             for bpc in (2, 4, 8):
@@ -81,14 +80,14 @@ def autotune(device, dtypes=("uint32", "float32"), log2_sizes=DEFAULT_SIZES, rep
         for lg in log2_sizes:
             keys = random_keys(rng, dt, 1 << lg, floats="normal")
             default = plan_sort(profile, key_codec(dt), None, 1 << lg)
-            mine = [dict(dtype=str(dt), log2n=lg, policy=asdict(pol), ms=ms, ratio=ratio,
+            mine = [dict(dtype=str(dt), log2n=lg, policy=pol.fields(), ms=ms, ratio=ratio,
                          default=pol == default)
                     for pol, ms, ratio in _time_candidates(ctx, queue, pool, profile, keys, default,
                                                            repeat, seconds, log)]
             rows += mine
             if mine:
                 best = min(mine, key=lambda r: r["ms"])
-                winners[(str(dt), lg)] = SortPolicy(**best["policy"])
+                winners[(str(dt), lg)] = policy_from_fields(best["policy"])
                 dms = [r["ms"] for r in mine if r["default"]]
                 gap = f"{dms[0] / best['ms']:.2f}x the best" if dms else "not among the candidates"
                 log(f"{dt} 2^{lg}: best {best['ms']:.3f} ms {winners[(str(dt), lg)].label}; "
@@ -118,7 +117,7 @@ def _time_candidates(ctx, queue, pool, profile, keys, default, repeat, seconds, 
     timed = []
     pols = candidates(profile, dt, n)
     for pol in ([default] if default not in pols else []) + pols:
-        sorter = Sorter(ctx, allocator=pool, **asdict(pol))
+        sorter = Sorter(ctx, allocator=pool, **pol.fields())
         try:
             run_once(sorter)
         except cannot_run as exc:
@@ -196,7 +195,7 @@ def report(rows, device_label):
         dflt = [r for r in rs if r["default"]]
         dtext = (f"{dflt[0]['ms']:.3f} ms ({dflt[0]['ms'] / best['ms']:.2f}x best)" if dflt
                  else "-")
-        pol = SortPolicy(**best["policy"])
+        pol = policy_from_fields(best["policy"])
         out.append(f"| {dtype} | 2^{lg} | " + " | ".join(cells)
                    + f" | {dtext} | {best['ms']:.3f} ms {pol.label} |")
     out += ["", "Milliseconds per sort: each candidate's median time over the planner default's "

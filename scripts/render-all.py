@@ -148,10 +148,10 @@ def planned_programs():
 
 def configurations():
     """(configuration name, constructor of its driver) of everything the planners choose."""
-    from clradix.planning.planner import driver_class, topk_driver_class
+    from clradix.planning.planner import topk_driver_class
+    from clradix.planning.sort_plan import driver_class, plan_sort, validate
     from clradix.policies.segment import SegmentPolicy, plan_segments
-    from clradix.policies.sort_plan import plan_sort
-    from clradix.policies.sort_validate import validate
+    from clradix.policies.sort import split_debug
     from clradix.policies.topk import plan_topk
     from clradix.drivers.segmented import SegmentedSort
     from clradix.drivers.segmented_chunks import SegmentChunks
@@ -161,27 +161,31 @@ def configurations():
         for dtype in DTYPES:
             codec = key_codec(dtype)
             seen = set()
-            for vb, n, over in itertools.product(VALUE_BYTES, SIZES, SORT_OVERRIDES):
+            for vb, n, keywords in itertools.product(VALUE_BYTES, SIZES, SORT_OVERRIDES):
+                over, debug = split_debug(keywords)
                 try:
-                    pol = plan_sort(profile, codec, vb or None, n, None, **over)
-                    validate(pol, profile, codec.itemsize, index_bytes(n), vb, n)
+                    pol = plan_sort(profile, codec, vb or None, n, None, debug, **over)
+                    validate(pol, profile, codec.itemsize, index_bytes(n), vb, n, debug)
                 except PolicyError:
                     continue
                 index_name, index_np = index_type(n)
-                key = (pol, vb, index_name)
+                key = (pol, debug, vb, index_name)
                 if key in seen:
                     continue
                 seen.add(key)
                 cls = driver_class(pol)
+                # (the knobs an algorithm does not take named by their defaults)
                 name = (f"sort/{pname}/{codec.dtype}/v{vb}-i{index_name}-{pol.algorithm}"
                         f"-{pol.radix_bits}b-{pol.wg_size}x{pol.items_per_thread}"
-                        f"-{pol.ranking}{'-fused' if pol.fused_passes else ''}"
-                        f"{'-fscan' if pol.fused_scan else ''}"
-                        f"{'-fallback' if pol.force_fallback else ''}-r{pol.ring_slots}")
+                        f"-{getattr(pol, 'ranking', 'local')}"
+                        f"{'-fused' if getattr(pol, 'fused_passes', False) else ''}"
+                        f"{'-fscan' if debug.fused_scan else ''}"
+                        f"{'-fallback' if debug.force_fallback else ''}"
+                        f"-r{getattr(pol, 'ring_slots', 1024)}")
                 yield name, (lambda cls=cls, pol=pol, codec=codec, vb=vb, index_name=index_name,
-                             index_np=index_np, device=device, profile=profile:
+                             index_np=index_np, device=device, profile=profile, debug=debug:
                              cls(None, device, profile, pol, codec, value_type_of(vb),
-                                 index_name, index_np))
+                                 index_name, index_np, debug))
             for ib, off_t, over in itertools.product(
                     (4, 8), ("int", "long"),
                     [None, SegmentPolicy(ranking="local"), SegmentPolicy(algorithm="workgroups")]):

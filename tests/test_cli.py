@@ -147,19 +147,22 @@ def test_plan_prints_every_field_and_takes_bool(ctx, capsys):
 
 
 def test_policy_label_tells_policies_apart():
-    """Policies that differ in any one field have different labels; defaults are left out."""
+    """Policies that differ in any one knob have different labels (every algorithm's policy);
+    defaults are left out."""
     import dataclasses
-    from clradix.policies.sort import SortPolicy
+    from clradix.policies.sort import POLICIES, SortPolicy
     base = SortPolicy("chunks", 8, 1, 4096)
     assert base.label == "chunks/8b/1x4096"
     assert SortPolicy("onesweep", 8, 256, 16, ranking="ptx").label == "onesweep/8b/256x16/ptx"
     other = {bool: lambda v: not v, int: lambda v: v + 1, str: lambda v: v + "x"}
-    labels = {base.label}
-    for f in dataclasses.fields(SortPolicy):
-        value = getattr(base, f.name)
-        changed = dataclasses.replace(base, **{f.name: other[type(value)](value)})
-        assert changed.label not in labels, (f.name, changed.label)
-        labels.add(changed.label)
+    for cls in POLICIES.values():
+        start = cls(8, 256, 16)
+        labels = {start.label}
+        for f in dataclasses.fields(cls):
+            value = getattr(start, f.name)
+            changed = dataclasses.replace(start, **{f.name: other[type(value)](value)})
+            assert changed.label not in labels, (cls, f.name, changed.label)
+            labels.add(changed.label)
     assert dataclasses.replace(base, bucket_keys=65536).label == "chunks/8b/1x4096 bucket_keys=65536"
 
 

@@ -18,7 +18,7 @@ from clradix.core.keys import key_codec
 from clradix.drivers.onesweep import Onesweep
 from clradix.core.errors import PolicyError
 from clradix.policies.sort import RANKINGS, SortPolicy
-from clradix.policies.sort_validate import validate
+from clradix.planning.sort_plan import validate
 from clradix.core.render import render
 from clradix.drivers.reduce_then_scan import ReduceThenScan
 from clradix.drivers.single_wg import SingleWorkGroup

@@ -58,12 +58,13 @@ def _kernel_locals(source):
 
 
 def test_local_memory_budget_holds_every_kernel(planned):
-    """SortPolicy.local_bytes and SegmentPolicy.local_bytes (what the planner fits to the device)
-    are at least what each kernel of the policy's program declares."""
-    checked = 0
+    """Each sort driver's local_bytes and SegmentPolicy.local_bytes (what the planners fit to the
+    device) are at least what each kernel of the policy's program declares."""
+    checked = sorts = 0
     for config, driver, builds in planned:
         policy = getattr(driver, "policy", None)
-        if policy is None or not hasattr(policy, "local_bytes"):
+        if policy is None or not hasattr(driver if config.startswith("sort/") else policy,
+                                         "local_bytes"):
             continue
         for b in builds:
             if b.template not in ("onesweep.cl.mako", "onesweep_fused.cl.mako",
@@ -75,7 +76,9 @@ def test_local_memory_budget_holds_every_kernel(planned):
             if b.template == "segmented.cl.mako":
                 budget = policy.local_bytes(kb, driver.index_bytes)
             else:
-                budget = policy.local_bytes(kb, driver.index_bytes, VALUE_BYTES[driver.value_t])
+                budget = driver.local_bytes(policy, kb, driver.index_bytes,
+                                            VALUE_BYTES[driver.value_t], driver.debug)
+                sorts += 1
             used = {k: v for k, v in kernels.items() if k in b.kernels}
             if not used and b.template == "onesweep.cl.mako":
                 # under a register cap os_histogram and os_bins are a program of their own,
@@ -83,7 +86,7 @@ def test_local_memory_budget_holds_every_kernel(planned):
                 continue
             assert used and max(used.values()) <= budget, (config, used, budget)
             checked += 1
-    assert checked > 1000
+    assert checked > 1000 and sorts > 1000
 
 
 def test_kernels_take_shared_temporaries_in_one_order(planned):

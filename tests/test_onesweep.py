@@ -203,7 +203,7 @@ def test_onesweep_refused():
     fused_passes) is a PolicyError naming the device and the remedy; reduce-then-scan is not."""
     from clradix.core.keys import key_codec
     from clradix.policies.sort import SortPolicy
-    from clradix.policies.sort_validate import validate
+    from clradix.planning.sort_plan import validate
     prof = DeviceProfile(name="Some FPGA", vendor="v", platform="p", driver_version="1",
                          device_type="accelerator", compute_units=4, local_mem_bytes=65536,
                          max_wg_size=256, max_alloc_bytes=1 << 30, extensions=frozenset())

@@ -9,10 +9,9 @@ import clradix
 from clradix.core.keys import key_codec
 from clradix.core.errors import PolicyError
 from clradix.policies.overrides import check_overrides
-from clradix.policies.sort import SortPolicy
+from clradix.policies.sort import DEBUG_FIELDS, POLICY_FIELDS, SortPolicy
 from clradix.policies.sort_defaults import NVIDIA_FUSED_MAX
-from clradix.policies.sort_plan import plan_sort
-from clradix.policies.sort_validate import validate
+from clradix.planning.sort_plan import local_bytes, plan_sort, validate
 from conftest import fake_profile
 
 
@@ -115,7 +114,7 @@ def test_planner_shrinks_tile_to_local_memory():
     nv = profile(vendor="NVIDIA Corporation", platform="NVIDIA CUDA")
     c = key_codec(np.uint64)
     pol = plan_sort(nv, c, 16, 2 ** 28)
-    assert pol.local_bytes(8, 4, 16) <= nv.local_mem_bytes
+    assert local_bytes(pol, 8, 4, 16) <= nv.local_mem_bytes
     validate(pol, nv, 8, 4, 16)
     assert pol.items_per_thread < plan_sort(nv, key_codec(np.uint32), None, 2 ** 28).items_per_thread
 
@@ -150,9 +149,13 @@ BAD_OVERRIDES = [
 @pytest.mark.parametrize("override,exc,msg", BAD_OVERRIDES,
                          ids=[f"{k}={v!r}" for o, _, _ in BAD_OVERRIDES for k, v in o.items()])
 def test_override_of_the_wrong_type_or_value_is_refused(override, exc, msg):
-    """The error names the field, the value and what the field takes (None: the planner's)."""
-    for call in (lambda: check_overrides(dict(override, blocks_per_cu=None)),
-                 lambda: plan_sort(profile(), key_codec(np.uint32), None, 10 ** 6, **override)):
+    """The error names the field, the value and what the field takes (None: the planner's); the
+    planner takes the policy fields (the debugging switches are the Sorter's, SortDebug)."""
+    calls = [lambda: check_overrides(dict(override, blocks_per_cu=None))]
+    if not set(override) & set(DEBUG_FIELDS):
+        calls.append(lambda: plan_sort(profile(), key_codec(np.uint32), None, 10 ** 6,
+                                       **override))
+    for call in calls:
         with pytest.raises(exc) as info:
             call()
         assert info.type is exc and msg in str(info.value), str(info.value)
@@ -162,7 +165,7 @@ def test_override_of_the_wrong_type_or_value_is_refused(override, exc, msg):
 def test_overrides_of_the_right_type_pass():
     check_overrides(dict(wg_size=np.int64(128), items_per_thread=8, algorithm="onesweep",
                          ranking="local", force_fallback=True))
-    check_overrides({name: None for name in SortPolicy.__dataclass_fields__})
+    check_overrides({name: None for name in POLICY_FIELDS + DEBUG_FIELDS})
     with pytest.raises(TypeError, match="unknown policy override.*: bogus"):
         check_overrides(dict(bogus=None))
 
@@ -296,3 +299,46 @@ def test_chunk_buckets_policy():
         validate(SortPolicy("onesweep", 8, 256, 16, bucket_keys=5), profile(), 4, 4)
     with pytest.raises(PolicyError, match="bucket_keys=-1"):
         validate(replace(pol, bucket_keys=-1), cpu, 4, 4)
+
+
+def test_each_algorithm_has_its_own_knobs_and_checks():
+    """A policy per algorithm: each holds its algorithm's knobs only, SortPolicy(...) builds the
+    algorithm's class from the flat form (a foreign knob left at its default), and a Sorter's
+    debugging switches are not knobs (SortDebug)."""
+    from clradix.policies.sort import (ChunksPolicy, OnesweepPolicy, ReduceThenScanPolicy,
+                                       SingleGroupPolicy, SortDebug, policy_of)
+    rts = SortPolicy("reduce_then_scan", 8, 256, 4, 8, ranking="local", fused_passes=False)
+    assert type(rts) is ReduceThenScanPolicy and isinstance(rts, SortPolicy)
+    assert rts == ReduceThenScanPolicy(8, 256, 4, blocks_per_cu=8) == policy_of(**rts.fields())
+    assert rts.fields() == dict(algorithm="reduce_then_scan", radix_bits=8, wg_size=256,
+                                items_per_thread=4, blocks_per_cu=8, max_registers=0)
+    assert not hasattr(rts, "ranking") and not hasattr(OnesweepPolicy(8, 256, 4), "blocks_per_cu")
+    assert "bucket_keys" in ChunksPolicy.knobs() and "ring_slots" in OnesweepPolicy.knobs()
+    assert set(SingleGroupPolicy.knobs()) & set(SortDebug.__dataclass_fields__) == set()
+    with pytest.raises(PolicyError, match="ring_slots is a onesweep option, not one of "
+                                          "reduce_then_scan"):
+        SortPolicy("reduce_then_scan", 8, 256, 4, ring_slots=64)
+    with pytest.raises(TypeError, match="force_fallback is a debugging switch"):
+        SortPolicy("onesweep", 8, 256, 4, force_fallback=True)
+    # a knob the caller's algorithm does not take is refused; without an algorithm it applies
+    # where the planned one takes it
+    with pytest.raises(PolicyError, match="ring_slots: not a knob of the reduce_then_scan"):
+        plan_sort(profile(), key_codec(np.uint32), None, 1 << 20, algorithm="reduce_then_scan",
+                  ring_slots=64)
+    gpu = plan_sort(profile(), key_codec(np.uint32), None, 1 << 20, ring_slots=64)
+    assert gpu.algorithm == "reduce_then_scan"
+
+
+def test_sort_plan_derives_the_driver_and_local_memory():
+    """sort_plan: the driver of the policy, the index type and the driver's local memory, with
+    the debugging switches (fused_scan takes more local memory) beside the policy."""
+    from clradix.drivers.reduce_then_scan import ReduceThenScan
+    from clradix.planning.sort_plan import sort_plan
+    from clradix.policies.sort import SortDebug
+    p, c = profile(), key_codec(np.uint32)
+    pol = plan_sort(p, c, None, 1 << 20, algorithm="reduce_then_scan")
+    plan = sort_plan(pol, p, c, 0, 1 << 20)
+    assert (plan.policy, plan.driver, plan.index_name) == (pol, ReduceThenScan, "uint")
+    assert plan.local_bytes == ReduceThenScan.local_bytes(pol, 4, 4) == local_bytes(pol, 4, 4)
+    fused = sort_plan(pol, p, c, 0, 1 << 20, SortDebug(fused_scan=True))
+    assert fused.local_bytes > plan.local_bytes and fused.policy == pol

@@ -13,7 +13,7 @@ from clradix.policies import tuning
 from clradix.core.device import DeviceProfile
 from clradix.core.keys import key_codec
 from clradix.policies.sort import SortPolicy
-from clradix.policies.sort_plan import plan_sort
+from clradix.planning.sort_plan import plan_sort
 from clradix.core.render import KernelBuildError
 
 from conftest import check_sort, on_pocl
@@ -77,6 +77,39 @@ def test_corrupt_or_stale_cache_is_ignored_with_a_warning(ctx, queue, cache, con
     assert tuning.tuned_table(prof)
 
 
+# An entry as caches written before the policies were split per algorithm hold it: every field
+# of every algorithm, the debugging switches among them.
+FLAT_ENTRY = {"algorithm": "reduce_then_scan", "radix_bits": 4, "wg_size": 64,
+              "items_per_thread": 8, "blocks_per_cu": 4, "ranking": "local", "sg_size": 32,
+              "ring_slots": 1024, "lookback": 256, "spin_limit": 4096, "max_registers": 0,
+              "force_fallback": False, "fused_scan": False, "fused_passes": False,
+              "bucket_keys": 0}
+
+
+def test_entries_hold_the_algorithms_knobs_and_flat_entries_still_read(ctx, cache):
+    """An entry holds its algorithm and that algorithm's knobs, no debugging switch; an entry
+    of the flat form (every field) reads as the same policy; one with a debugging switch on, or
+    a knob its algorithm does not take set, is skipped with a warning naming it."""
+    prof = DeviceProfile.from_device(ctx.devices[0])
+    tuned = SortPolicy("reduce_then_scan", 4, 64, 8)
+    tuning.save(prof, {("uint32", 12): tuned})
+    data = json.loads(cache.read_text())
+    assert data["devices"][prof.identity]["uint32:12"] == {
+        "algorithm": "reduce_then_scan", "radix_bits": 4, "wg_size": 64, "items_per_thread": 8,
+        "blocks_per_cu": 4, "max_registers": 0}
+    entries = data["devices"][prof.identity]
+    entries["uint32:14"] = FLAT_ENTRY
+    entries["uint32:16"] = dict(FLAT_ENTRY, fused_scan=True)
+    entries["uint32:18"] = dict(FLAT_ENTRY, ring_slots=64)
+    cache.write_text(json.dumps(data))
+    with pytest.warns(RuntimeWarning) as record:
+        table = tuning.tuned_table(prof)
+    assert table == {("uint32", 12): tuned, ("uint32", 14): tuned}
+    text = "\n".join(str(w.message) for w in record)
+    assert "uint32:16" in text and "fused_scan=True is a debugging switch" in text
+    assert "uint32:18" in text and "ring_slots is a onesweep option" in text
+
+
 def test_bad_entry_is_skipped(ctx, cache):
     prof = DeviceProfile.from_device(ctx.devices[0])
     tuning.save(prof, {("uint32", 12): SortPolicy("reduce_then_scan", 8, 64, 4)})
@@ -116,8 +149,7 @@ def test_every_candidate_policy_sorts(ctx, queue, rng):
         if on_pocl(ctx) and pol.algorithm != "chunks" and shape in shapes:
             continue
         shapes.add(shape)
-        fields = {k: v for k, v in pol.__dict__.items()}
-        check_sort(queue, clradix.Sorter(ctx, **fields), keys, "pairs", what=str(pol))
+        check_sort(queue, clradix.Sorter(ctx, **pol.fields()), keys, "pairs", what=str(pol))
         seen += 1
     assert seen >= 10
 

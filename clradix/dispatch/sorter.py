@@ -24,7 +24,7 @@ from ..drivers.digit_passes import digit_passes
 from ..planning.planner import Planner
 from ..policies.overrides import check_overrides
 from ..policies.segment import SegmentPolicy
-from ..policies.sort import SortPolicy
+from ..policies.sort import DEBUG_FIELDS, POLICY_FIELDS, SortPolicy, split_debug
 from . import records as permuted
 from . import segments as segmented
 
@@ -36,10 +36,12 @@ class Sorter:
     """Stable radix sort and argsort of OpenCL buffers on one context.
 
     ``radix_bits``, ``wg_size``, ``items_per_thread``, ``algorithm`` ("onesweep",
-    "reduce_then_scan", "single_wg", "chunks", the CPUs' default) and the other
-    :class:`~clradix.policies.sort.SortPolicy` fields (``ranking``, ``ring_slots``,
-    ``force_fallback``, ...) override the planner's policy, for tests and
-    benchmarks; left as None, the planner chooses per device.
+    "reduce_then_scan", "single_wg", "chunks", the CPUs' default) and the other knobs of the
+    algorithms' policies (:class:`~clradix.policies.sort.SortPolicy`: ``ranking``,
+    ``ring_slots``, ``blocks_per_cu``, ...) override the planner's policy, each where the planned
+    algorithm takes it, for tests and benchmarks; left as None, the planner chooses per device.
+    The debugging switches ``force_fallback`` and ``fused_scan``
+    (:class:`~clradix.policies.sort.SortDebug`) are taken beside them.
     ``allocator`` (a callable taking a byte count, like pyopencl's allocators) provides temporaries;
     by default each in-order queue gets a memory pool whose blocks later calls on that queue reuse
     (``free_memory`` empties it), allocated immediately so that a failed allocation raises before
@@ -57,10 +59,10 @@ class Sorter:
                  segment_policy: Optional[SegmentPolicy] = None, **policy: Any) -> None:
         if not isinstance(context, cl.Context):
             raise TypeError(f"expected a pyopencl.Context, got {type(context).__name__}")
-        unknown = set(policy) - set(SortPolicy.__dataclass_fields__)
+        unknown = set(policy) - set(POLICY_FIELDS + DEBUG_FIELDS)
         if unknown:
             raise TypeError(f"unknown Sorter keyword(s): {', '.join(sorted(unknown))}; policy "
-                            f"fields are {', '.join(SortPolicy.__dataclass_fields__)}")
+                            f"fields are {', '.join(POLICY_FIELDS + DEBUG_FIELDS)}")
         if segment_policy is not None and not isinstance(segment_policy, SegmentPolicy):
             raise TypeError(f"segment_policy: expected a clradix.SegmentPolicy, got "
                             f"{type(segment_policy).__name__}")
@@ -68,12 +70,14 @@ class Sorter:
         self.allocator = allocator
         #: the segmented sort's tuning (None fields: the planner chooses)
         self.segment_policy = segment_policy
-        self.overrides = dict(policy, radix_bits=radix_bits, wg_size=wg_size,
-                              items_per_thread=items_per_thread, algorithm=algorithm)
-        check_overrides(self.overrides)
+        keywords = dict(policy, radix_bits=radix_bits, wg_size=wg_size,
+                        items_per_thread=items_per_thread, algorithm=algorithm)
+        check_overrides(keywords)
+        #: the policy overrides (the debugging switches are the planner's ``debug``)
+        self.overrides, debug = split_debug(keywords)
         self._programs = programs_for(context)
         #: plans, builds and prepares sorts and segmented sorts (clradix.planning.planner)
-        self.planner = Planner(self._programs, self.overrides, segment_policy)
+        self.planner = Planner(self._programs, self.overrides, segment_policy, debug)
         self._pools = QueuePools()
         self._queue_checked = (_NO_QUEUE, False, None, 0)
 
@@ -261,7 +265,8 @@ class Sorter:
              value_dtype: Optional[DTypeLike] = None) -> SortPolicy:
         """The policy this Sorter would use for ``n`` keys of ``dtype`` on ``device``."""
         vbytes = _value_bytes(value_dtype)
-        return self.planner.plan(device, key_codec(dtype), vbytes, check_n(n), validated=False)[1]
+        return self.planner.plan(device, key_codec(dtype), vbytes, check_n(n),
+                                 validated=False).policy
 
     def free_memory(self) -> None:
         """Release the temporaries the Sorter's memory pools hold for reuse."""

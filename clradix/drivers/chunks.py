@@ -9,6 +9,7 @@ from typing import Tuple
 from ..core.keys import VALUE_BYTES
 from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
 from ..core.sizes import index_bytes
+from ..policies.sort import NO_DEBUG
 from .digit_passes import BlockCounts
 
 # the bytes of one write-combining line (WC in chunks.cl.mako: a cache line)
@@ -37,6 +38,10 @@ class Chunks(BlockCounts):
     def template_params(self, policy, profile, device):
         # the whole-array kernels
         return dict(off_t=None, lines=self.uses_lines(policy), buckets=False, run_bits=None)
+
+    @classmethod
+    def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
+        return 0   # one work-item per work-group: private counters only
 
     @staticmethod
     def uses_lines(policy):

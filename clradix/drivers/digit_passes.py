@@ -1,5 +1,6 @@
-"""What the sort drivers share: the SortJob they make ready, building their program from a
-SortPolicy, and the ping-pong streams of the multi-pass algorithms (the contract: base.py)."""
+"""What the sort drivers share: the SortJob they make ready, building their program from a sort
+policy (and the debugging switches, SortDebug), the local memory of their kernels, and the
+ping-pong streams of the multi-pass algorithms (the contract: base.py)."""
 
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -9,6 +10,7 @@ import numpy as np
 from ..core.keys import VALUE_BYTES
 from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, LaunchSequence, Off
 from ..core.sizes import index_bytes, round_up
+from ..policies.sort import NO_DEBUG
 from .base import Build, Driver
 
 
@@ -33,13 +35,19 @@ class DigitPasses(Driver):
     ``extra_bytes``. ``sequence(job)`` makes a SortJob ready: multi-pass drivers describe their
     passes in ``sequence_passes``, single work-group ones override ``build_sequence`` and
     ``temp_bytes``; a job with no pass to run (argsort of one key, or of no bit) is rts_iota.
+    ``local_bytes(policy, key_bytes, index_bytes, value_bytes, debug)`` is the local memory of
+    the largest kernel of the driver's program, computed beside the template parameters that
+    size its local arrays: the sort planner fits a policy to the device by it.
+    ``debug`` (SortDebug) holds the switches the driver's template renders beside the policy.
     """
 
     template: Optional[str] = None   # the .cl.mako file
     kernel_names: Tuple[str, ...] = ()
 
-    def __init__(self, programs, device, profile, policy, codec, value_t, index_name, index_np):
+    def __init__(self, programs, device, profile, policy, codec, value_t, index_name, index_np,
+                 debug=NO_DEBUG):
         self.policy = policy
+        self.debug = debug
         self.codec = codec
         self.value_t = value_t
         self.index_np = np.dtype(index_np).type
@@ -71,6 +79,12 @@ class DigitPasses(Driver):
     def extra_bytes(cls, policy, profile, index_bytes, n, passes):
         """Temporary bytes beyond the ping-pong buffers."""
         return 0
+
+    @classmethod
+    def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0,
+                    debug=NO_DEBUG):  # pragma: no cover - every driver defines it
+        """Local memory of the largest kernel of the driver's program under ``policy``."""
+        raise NotImplementedError
 
     def template_params(self, policy, profile, device):
         """Template parameters of the algorithm beyond the keys', values' and tile's."""

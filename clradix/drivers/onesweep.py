@@ -18,7 +18,7 @@ import pyopencl as cl
 from ..core.keys import VALUE_BYTES
 from ..core.limits import check_work_groups
 from ..core.sizes import index_bytes
-from ..policies.sort import ONESWEEP_PORTION
+from ..policies.sort import NO_DEBUG, ONESWEEP_PORTION
 from .base import Build
 from .digit_passes import DigitPasses
 
@@ -32,10 +32,21 @@ class Onesweep(DigitPasses):
 
     def template_params(self, policy, profile, device):
         return onesweep_params(policy, profile, device, self.codec, self.value_t,
-                               self.index_bytes)
+                               self.index_bytes, self.debug)
 
     def build_options(self, profile, device):
         return onesweep_options(profile, device)
+
+    @classmethod
+    def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
+        """The local arrays of a tile (onesweep_steps.mako, tile_locals): the staging area over
+        the per-subgroup counters (16-byte aligned), the scan and match scratch, the digit tables
+        and words."""
+        counters = (policy.wg_size // policy.sg_size) * policy.radix * 4
+        stage = stage_bytes(policy, key_bytes, index_bytes, value_bytes)
+        return (-(-max(stage, counters) // 16) * 16          # staging over the counters
+                + policy.wg_size * 8                          # scan + match scratch
+                + policy.radix * (8 + index_bytes) + 32)      # digit tables, words
 
     # the work-group of os_histogram and os_bins when they are a program of their own (builds)
     PREP_WG = 256
@@ -114,18 +125,36 @@ class Onesweep(DigitPasses):
                                write_keys])
 
 
-def onesweep_params(pol, profile, device, codec, value_t, index_bytes_):
-    """The template parameters of the onesweep programs beyond the keys', values' and tile's (every
-    onesweep driver's, os_small's included). ``stage_bytes``: the staging area the policy
-    budgets in local memory (SortPolicy.stage_bytes, the one computation of it)."""
+def ranking_params(pol, profile, device):
+    """The template parameters of a program that ranks as onesweep does (onesweep_steps.mako's
+    prelude and ranking steps: os_small's, and every onesweep program's)."""
+    return dict(backend=pol.ranking, sg_size=pol.sg_size, ptx=profile.has_ptx,
+                c11=status_atomics(profile, device) == "c11",
+                reqd_wg=not capped_registers(pol, profile))
+
+
+def onesweep_params(pol, profile, device, codec, value_t, index_bytes_, debug=NO_DEBUG):
+    """The template parameters of the onesweep programs beyond the keys', values' and tile's:
+    ranking_params, the status ring, os_fused's head, the staging area (stage_bytes, the one
+    computation of it) and ``debug``'s force_fallback."""
     head, hist = fused_words(pol, index_bytes_, codec.bits)
-    return dict(backend=pol.ranking, sg_size=pol.sg_size, ring=pol.ring_slots,
+    return dict(ranking_params(pol, profile, device), ring=pol.ring_slots,
                 ring_words=ring_words(pol), fused_head=head, fused_hist_words=hist,
                 lookback=pol.lookback, spin_limit=pol.spin_limit,
-                force_fallback=bool(pol.force_fallback),
-                ptx=profile.has_ptx, c11=status_atomics(profile, device) == "c11",
-                stage_bytes=pol.stage_bytes(codec.itemsize, index_bytes_, VALUE_BYTES[value_t]),
-                reqd_wg=not capped_registers(pol, profile), part="all")
+                force_fallback=bool(debug.force_fallback),
+                stage_bytes=stage_bytes(pol, codec.itemsize, index_bytes_, VALUE_BYTES[value_t]),
+                part="all")
+
+
+def stage_bytes(pol, key_bytes, index_bytes, value_bytes=0):
+    """Onesweep's staging area in local memory: a tile of keys, then of values; os_fused also
+    counts every pass's digits (MAXP x RADIX words) and scans (wg_size indices) there. The
+    template sizes its staging array by it (its parameter ``stage_bytes``)."""
+    raw = pol.tile * max(key_bytes, value_bytes or 0)
+    if pol.fused_passes:
+        raw = max(raw, -(-8 * key_bytes // pol.radix_bits) * pol.radix * 4,
+                  pol.wg_size * index_bytes)
+    return raw
 
 
 def capped_registers(pol, profile):

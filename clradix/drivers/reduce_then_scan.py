@@ -1,6 +1,16 @@
 """Host side of the reduce-then-scan digit passes (cl_templates/reduce_then_scan.cl.mako)."""
 
+from ..policies.sort import NO_DEBUG
 from .digit_passes import BlockCounts
+
+
+def tile_bytes(policy, key_bytes):
+    """Local memory of a tile ranked by split passes of up to 4 bits (rts_scatter, rts_small):
+    the tile's keys and their source positions, the split counters, the scan scratch."""
+    sub = 1 << min(policy.radix_bits, 4)
+    return (policy.tile * (key_bytes + 2)      # keys of the tile + their source positions
+            + sub * policy.wg_size * 4         # split counters
+            + policy.wg_size * 4)              # scan scratch
 
 
 class ReduceThenScan(BlockCounts):
@@ -8,7 +18,15 @@ class ReduceThenScan(BlockCounts):
     kernel_names = ("rts_count", "rts_scan", "rts_scatter")
 
     def template_params(self, policy, profile, device):
-        return dict(fused_scan=bool(policy.fused_scan))
+        return dict(fused_scan=bool(self.debug.fused_scan))
+
+    @classmethod
+    def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
+        """rts_scatter's: a tile (tile_bytes), the digits' run starts and ends and running
+        offsets, and with fused_scan the digit totals it scans itself."""
+        return (tile_bytes(policy, key_bytes)
+                + policy.radix * (8 + index_bytes)
+                + (policy.radix + policy.wg_size) * index_bytes * debug.fused_scan)
 
     @staticmethod
     def grid(policy, profile, n):
@@ -32,7 +50,7 @@ class ReduceThenScan(BlockCounts):
             mask = (1 << bits) - 1
             seq.launch(f"rts_count {p}", "rts_count", gsize, lsize,
                        [kin, kin_off, counts, n, tpb, blocks, shift, mask, flip])
-            if not self.policy.fused_scan:
+            if not self.debug.fused_scan:
                 seq.launch(f"rts_scan {p}", "rts_scan", lsize, lsize, [counts, m])
             bufs, write_keys = self.pass_buffers(p, key_io, val_io, iota)
             seq.launch(f"rts_scatter {p}", "rts_scatter", gsize, lsize,

@@ -4,8 +4,10 @@ split passes) and os_small (onesweep_small.cl.mako: 8-bit digits ranked as onesw
 the same parameters."""
 
 from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
+from ..policies.sort import NO_DEBUG
 from .digit_passes import DigitPasses
-from .onesweep import onesweep_options, onesweep_params
+from .onesweep import onesweep_options, ranking_params
+from .reduce_then_scan import tile_bytes
 
 
 class SingleWorkGroup(DigitPasses):
@@ -17,6 +19,11 @@ class SingleWorkGroup(DigitPasses):
 
     def template_params(self, policy, profile, device):
         return dict(fused_scan=False)
+
+    @classmethod
+    def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
+        """rts_small's: one tile ranked by split passes (reduce_then_scan.tile_bytes)."""
+        return tile_bytes(policy, key_bytes)
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
@@ -47,8 +54,16 @@ class OnesweepSmall(SingleWorkGroup):
     kernel_names = ("os_small",)
 
     def template_params(self, policy, profile, device):
-        return onesweep_params(policy, profile, device, self.codec, self.value_t,
-                               self.index_bytes)
+        return ranking_params(policy, profile, device)
 
     def build_options(self, profile, device):
         return onesweep_options(profile, device)
+
+    @classmethod
+    def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
+        """os_small's local arrays (onesweep_small.cl.mako): the tile's keys (and their source
+        positions), the per-subgroup counters, the digit places, the scan and match scratch."""
+        counters = (policy.wg_size // policy.sg_size) * policy.radix * 4
+        return (policy.tile * (key_bytes + (2 if value_bytes else 0))   # keys (+ positions)
+                + counters + policy.radix * 4                             # digit places
+                + policy.wg_size * 8)                                     # scan + match scratch

@@ -28,45 +28,26 @@ from ..core.device import Profiles
 from ..core.errors import PolicyError, WorkGroupLimitError
 from ..core.keys import value_type_of
 from ..core.render import KernelBuildError
-from ..core.sizes import index_bytes, index_type, pow2_floor
+from ..core.sizes import index_type, pow2_floor
 from ..core.keys import key_codec
-from ..drivers.chunks import ChunkBuckets, Chunks
 from ..drivers.digit_passes import SortJob
-from ..drivers.onesweep import Onesweep, OnesweepFused
 from ..drivers.radix_select import GlobalSorts, RadixSelect, TopkJob, global_sorts
 from ..drivers.rank_select import RankSelect, SelectJob
-from ..drivers.reduce_then_scan import ReduceThenScan
 from ..drivers.segmented import SegmentedSort
 from ..drivers.segmented_chunks import SegmentChunks
 from ..drivers.topk_chunks import TopkChunks
-from ..drivers.single_wg import OnesweepSmall, SingleWorkGroup
 from ..policies.families import family_policy
 from ..policies.segment import plan_segments
 from ..policies.fit import without_ranking
-from ..policies.sort_plan import plan_sort
-from ..policies.sort_validate import validate
+from ..policies.sort import NO_DEBUG
 from ..policies.selection import plan_selection
 from ..policies.topk import MIN_WG, plan_topk
 from ..policies.tuning import tuned_table
-
-DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup,
-           "chunks": Chunks}
+from .sort_plan import plan_sort, sort_plan
 
 # How many call configurations the planner keeps the prepared work of: a repeated call plans,
 # validates and builds nothing (about half of a small sort's host time on PoCL).
 READY_CONFIGURATIONS = 64
-
-
-def driver_class(policy):
-    """The sort driver of ``policy``: its algorithm's, and for one work-group with 8-bit digits
-    the one that ranks them as onesweep does."""
-    if policy.algorithm == "single_wg" and policy.radix_bits == 8:
-        return OnesweepSmall
-    if policy.algorithm == "onesweep" and policy.fused_passes:
-        return OnesweepFused
-    if policy.algorithm == "chunks" and policy.bucket_keys:
-        return ChunkBuckets
-    return DRIVERS[policy.algorithm]
 
 
 def topk_driver_class(plan):
@@ -104,11 +85,12 @@ class Prepared:
 class Planner:
     """Plans, builds and prepares the calls of one Sorter or Selector: ``overrides`` (its policy
     fields; a Sorter's ``segment_policy`` for its segmented sorts) are kept as the caller set
-    them."""
+    them; ``debug`` (a Sorter's SortDebug) goes to the sort planner and drivers as it is."""
 
-    def __init__(self, programs, overrides, segment_policy=None):
+    def __init__(self, programs, overrides, segment_policy=None, debug=NO_DEBUG):
         self.programs = programs
         self.overrides = overrides
+        self.debug = debug
         self.segment_policy = segment_policy
         self.profiles = Profiles()
         self.lock = threading.RLock()
@@ -238,15 +220,13 @@ class Planner:
             return self._tuned[profile.identity]
 
     def plan(self, device, codec, value_bytes, n, validated=True):
-        """(profile, policy) for ``n`` keys of ``codec`` with ``value_bytes``-byte values (0: none),
+        """The SortPlan for ``n`` keys of ``codec`` with ``value_bytes``-byte values (0: none),
         validated unless ``validated=False``; a size query: nothing is built."""
         config = ("sort", codec.dtype, value_bytes, index_type(n)[0])
         profile = self.capped_profile(device, config)
         policy = plan_sort(profile, codec, value_bytes or None, n, self.tuned(profile),
-                           **self.overrides)
-        if validated:
-            validate(policy, profile, codec.itemsize, index_bytes(n), value_bytes, n)
-        return profile, policy
+                           self.debug, **self.overrides)
+        return sort_plan(policy, profile, codec, value_bytes, n, self.debug, validated)
 
     def prepare_sort(self, key, device, codec, value_bytes, job):
         """The Prepared of a SortJob (``key``: its call configuration)."""
@@ -278,21 +258,22 @@ class Planner:
         return driver
 
     def _sort_driver(self, device, codec, value_bytes, n):
-        index_name, index_np = index_type(n)
+        index_name = index_type(n)[0]
         value_t = value_type_of(value_bytes)
 
-        def build(planned):
-            profile, policy = planned
-            return self.built((device.int_ptr, policy, "sort", codec.dtype, value_t, index_name),
-                              lambda: driver_class(policy)(self.programs, device, profile, policy,
-                                                           codec, value_t, index_name, index_np))
+        def build(plan):
+            return self.built((device.int_ptr, plan.policy, "sort", codec.dtype, value_t,
+                               index_name),
+                              lambda: plan.driver(self.programs, device, plan.profile, plan.policy,
+                                                  codec, value_t, index_name, plan.index_np,
+                                                  plan.debug))
         return self.build_with_retries(
             device, ("sort", codec.dtype, value_bytes, index_name),
             lambda: self.plan(device, codec, value_bytes, n), build,
-            lambda planned: (planned[1].wg_size, 1),
+            lambda plan: (plan.policy.wg_size, 1),
             f"{codec.dtype} keys (values: {value_t}, indices: {index_name})",
             self.overrides.get("wg_size") is not None,
-            lambda planned, exc: self._drop_ranking(device, *planned, exc))
+            lambda plan, exc: self._drop_ranking(device, plan.profile, plan.policy, exc))
 
     def _drop_ranking(self, device, profile, policy, exc):
         """Plan again without the subgroup ranking the driver failed to compile (re-raise when the
@@ -307,9 +288,9 @@ class Planner:
 
     def sort_temp_bytes(self, device, codec, value_bytes, n, passes):
         """Bytes of temporary memory an in-place sort of ``n`` keys asks for (builds nothing)."""
-        profile, policy = self.plan(device, codec, value_bytes, n)
-        return driver_class(policy).temp_bytes(policy, profile, n, codec.itemsize,
-                                               value_bytes, passes(policy.radix_bits))
+        plan = self.plan(device, codec, value_bytes, n)
+        return plan.driver.temp_bytes(plan.policy, plan.profile, n, codec.itemsize, value_bytes,
+                                      passes(plan.policy.radix_bits))
 
     # ------------------------------------------------------------------ segmented sorts
 

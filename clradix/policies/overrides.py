@@ -8,11 +8,12 @@ from .topk import TopkPolicy, check_topk_overrides
 
 def check_overrides(overrides, policy=SortPolicy, *, max_wg_size=None):
     """Raise TypeError or ValueError (naming the field, the value and what it accepts) unless
-    every item of ``overrides`` (a dict) is a field of ``policy`` (SortPolicy, TopkPolicy or
+    every item of ``overrides`` (a dict) is a field of ``policy`` (SortPolicy: the algorithm,
+    every algorithm's knobs and the debugging switches, a Sorter's keywords; TopkPolicy or
     SegmentPolicy) and its value None or one the field takes; ``max_wg_size``, when given, bounds
     a top-k wg_size (the largest work-group of the caller's devices)."""
     if policy is SortPolicy:
-        check_sort_overrides(overrides)
+        check_sort_overrides(overrides, debug=True)
     elif policy is TopkPolicy:
         unknown = set(overrides) - set(TopkPolicy.__dataclass_fields__)
         if unknown:

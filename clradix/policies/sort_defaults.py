@@ -2,49 +2,52 @@
 
 Each entry is the fastest measured on the device type it names; the measurements behind every
 entry and constant are in BENCHMARKS_NOTES.md ("The sort defaults: where each value came from").
-The planner (:mod:`.sort_plan`) fits an entry to the device (ranking back-end, work-group size,
+The planner (clradix.planning.sort_plan) fits an entry to the device (ranking back-end, work-group size,
 local memory) and the caller's overrides.
 """
 
-from .fit import ranking_backends
-from .sort import SortPolicy
+from typing import Dict
 
-DEFAULTS = {
+from .fit import ranking_backends
+from .sort import (ChunksPolicy, OnesweepPolicy, ReduceThenScanPolicy, SingleGroupPolicy,
+                   SortPolicy)
+
+DEFAULTS: Dict[str, SortPolicy] = {
     # CPUs without subgroups (PoCL), work-group algorithms: reduce-then-scan, whose passes need
     # no subgroup primitives; 8-bit digits take the fewest passes.
-    "cpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=16,
-                      blocks_per_cu=4),
+    "cpu": ReduceThenScanPolicy(radix_bits=8, wg_size=256, items_per_thread=16,
+                                blocks_per_cu=4),
     # CPUs with real subgroups (Intel's runtime), from 2^18 keys: onesweep, ranked with
     # cl_intel_subgroups shuffles (faster there than the khr ballots, although listed after them).
-    "cpu-subgroups": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
-                                ranking="intel", sg_size=16),
+    "cpu-subgroups": OnesweepPolicy(radix_bits=8, wg_size=256, items_per_thread=16,
+                                    ranking="intel", sg_size=16),
     # CPUs: one work-item per chunk of at least items_per_thread keys, blocks_per_cu chunks per
     # compute unit; a pass counts each chunk's digits, then scatters each chunk, no barrier
     # (chunks.cl.mako). The planner adds the buckets (bucket_fields); without them the digit
     # width follows the size (chunk_radix_bits).
-    "cpu-chunks": SortPolicy("chunks", radix_bits=8, wg_size=1, items_per_thread=4096,
-                             blocks_per_cu=4),
+    "cpu-chunks": ChunksPolicy(radix_bits=8, wg_size=1, items_per_thread=4096,
+                               blocks_per_cu=4),
     # At most one tile: one work-group, one launch (split passes of 4 bits in local memory).
-    "small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=16),
+    "small": SingleGroupPolicy(radix_bits=4, wg_size=256, items_per_thread=16),
     # ... on CPUs up to 16384 keys (the tile follows n from 256 x 16): one launch where
     # reduce-then-scan takes 12.
-    "cpu-small": SortPolicy("single_wg", radix_bits=4, wg_size=256, items_per_thread=64),
+    "cpu-small": SingleGroupPolicy(radix_bits=4, wg_size=256, items_per_thread=64),
     # NVIDIA: one work-group ranks 8-bit digits with onesweep's warp ballots (os_small), its tile
     # as large as local memory allows up to 256 x 32 (8192 uint32 keys, 6144 with uint32 values
     # on 48 KiB): one launch where reduce-then-scan takes 12.
-    "nvidia-single": SortPolicy("single_wg", radix_bits=8, wg_size=256, items_per_thread=32,
-                                ranking="ptx", sg_size=32),
+    "nvidia-single": SingleGroupPolicy(radix_bits=8, wg_size=256, items_per_thread=32,
+                                       ranking="ptx", sg_size=32),
     # Portable GPU default (48 KiB local memory is enough for 64-bit keys and indices).
-    "gpu": SortPolicy("reduce_then_scan", radix_bits=8, wg_size=256, items_per_thread=4,
-                      blocks_per_cu=8),
+    "gpu": ReduceThenScanPolicy(radix_bits=8, wg_size=256, items_per_thread=4,
+                                blocks_per_cu=8),
     # NVIDIA from 2^18 keys: onesweep, 8-bit digits, warp ranking by ballots (ptx), 256 x 20
     # (items_per_thread lowered to fit local memory for wider keys) up to NVIDIA_FUSED_MAX, in
     # one launch; beyond it the passes take NVIDIA_PASS_TILES.
-    "nvidia": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=20,
-                         ranking="ptx", sg_size=32),
+    "nvidia": OnesweepPolicy(radix_bits=8, wg_size=256, items_per_thread=20,
+                             ranking="ptx", sg_size=32),
     # ... and below 2^18 keys onesweep 256x16, up to NVIDIA_FUSED_MAX in one launch (os_fused).
-    "nvidia-small": SortPolicy("onesweep", radix_bits=8, wg_size=256, items_per_thread=16,
-                               ranking="ptx", sg_size=32),
+    "nvidia-small": OnesweepPolicy(radix_bits=8, wg_size=256, items_per_thread=16,
+                                   ranking="ptx", sg_size=32),
 }
 
 # From this many keys NVIDIA GPUs take the "nvidia" entry, below it "nvidia-small"; CPUs with

@@ -6,7 +6,10 @@ device identity (platform, device, driver version) and are only used by the clra
 wrote them. A file that cannot be read, or was written by another version, is ignored with a
 warning (and replaced by the next ``python -m clradix autotune``); so is each entry of the wrong
 shape or type, and a tuned policy that cannot run on its device
-(:func:`clradix.policies.sort_plan.plan_sort`).
+(:func:`clradix.planning.sort_plan.plan_sort`). An entry is a policy's ``fields()``: its
+algorithm and that algorithm's knobs, never a debugging switch (SortDebug); an entry of the flat
+form every algorithm's fields used to share (every knob, the switches off) reads as the same
+policy (:func:`~.sort.policy_from_fields`).
 The autotune harness that finds the winners is :mod:`clradix.autotune`.
 """
 
@@ -15,7 +18,6 @@ import json
 import os
 import tempfile
 import warnings
-from dataclasses import asdict
 
 from .._version import __version__
 from ..core.keys import KEY_DTYPE_NAMES
@@ -110,7 +112,7 @@ def save(profile, winners):
         if not isinstance(entry, dict):  # none yet, or a broken one (tuned_table warned)
             entry = devices[profile.identity] = {}
         for (dtype, lg), pol in winners.items():
-            entry[f"{dtype}:{lg}"] = asdict(pol)
+            entry[f"{dtype}:{lg}"] = pol.fields()
         fd, tmp = tempfile.mkstemp(dir=folder, prefix="tuning.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w") as f:
