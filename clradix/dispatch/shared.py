@@ -1,0 +1,84 @@
+"""The objects that every call on one context shares: its default Sorter and Selector (built
+kernels and memory pools reused across calls) and its layout gather; and the default queue that
+numpy inputs run on.
+
+Each is held weakly per context and made under one lock, for the reasons of core.render's
+program caches (pyopencl's first_arg_dependent_memoize keeps contexts alive)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import List, Optional, Tuple, Union
+
+import pyopencl as cl
+
+from ..core.device import default_device
+from ..core.render import programs_for
+from ..drivers.layout import Gather
+from .selector import Selector
+from .sorter import Sorter
+
+_sorters: weakref.WeakKeyDictionary[cl.Context, Sorter] = weakref.WeakKeyDictionary()
+_selectors: weakref.WeakKeyDictionary[cl.Context, Selector] = weakref.WeakKeyDictionary()
+_gathers: weakref.WeakKeyDictionary[cl.Context, Gather] = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()
+
+
+def sorter_for(context: cl.Context) -> Sorter:
+    """The shared default Sorter of ``context`` (built kernels are reused across calls)."""
+    with _shared_lock:
+        s = _sorters.get(context)
+        if s is None:
+            s = _sorters[context] = Sorter(context)
+        return s
+
+
+def selector_for(context: cl.Context) -> Selector:
+    """The shared default Selector of ``context`` (it shares the context's Sorter)."""
+    sorter = sorter_for(context)
+    with _shared_lock:
+        s = _selectors.get(context)
+        if s is None:
+            s = _selectors[context] = Selector(context, sorter=sorter)
+        return s
+
+
+def gather_for(context):
+    """The shared layout gather (clradix.drivers.layout) of ``context``."""
+    with _shared_lock:
+        g = _gathers.get(context)
+        if g is None:
+            g = _gathers[context] = Gather(programs_for(context))
+        return g
+
+
+def free_memory(context: Optional[cl.Context] = None) -> None:
+    """Release the memory that the functions' pools hold for reuse: the blocks of results that
+    were freed (garbage collected) and of temporaries, in the shared Sorter and Selector of
+    ``context`` (default: of every context). Results still referenced stay allocated."""
+    with _shared_lock:
+        owners: List[Union[Sorter, Selector]] = [
+            o for c, o in list(_sorters.items()) if context is None or c == context]
+        owners += [o for c, o in list(_selectors.items()) if context is None or c == context]
+    for owner in owners:
+        owner.free_memory()
+
+
+_default: List[Tuple[cl.CommandQueue, cl.Context]] = []
+_default_lock = threading.Lock()
+
+
+def default_queue() -> cl.CommandQueue:
+    """The queue numpy inputs run on: one context and in-order queue on clradix's default device
+    (``clradix.core.device.default_device``), made on first use and kept."""
+    with _default_lock:
+        if not _default:
+            # the context is kept beside its queue: Intel's CPU runtime frees a context whose
+            # last handle is released although a queue still holds it
+            ctx = cl.Context([default_device()])
+            _default.append((cl.CommandQueue(ctx), ctx))
+        return _default[0][0]
+
+
+__all__ = ["sorter_for", "selector_for", "free_memory", "default_queue"]
