@@ -218,7 +218,10 @@ def check_aligned(arr, what, remedy=None):
     made with ``offset=`` over another type's data) would be read or written at the wrong
     bytes. ``remedy``: what to pass instead (default: an aligned copy of an input)."""
     size = arr.dtype.itemsize
-    if arr.offset % size or any(int(s) % size for s in arr.strides):
+    misaligned = arr.offset % size
+    for s in arr.strides:   # (a loop: no generator made for the one or two strides)
+        misaligned = misaligned or int(s) % size
+    if misaligned:
         raise ValueError(f"{what}: a view at byte offset {arr.offset} with strides "
                          f"{tuple(int(s) for s in arr.strides)}, not multiples of its itemsize "
                          f"{size}, where kernels address whole elements: "

@@ -126,7 +126,7 @@ def _array(queue, shape, dtype, data, allocator):
     if _FAST_ARRAY and shape:
         # pyopencl's own fast constructor (what its array methods use), a third of the time of
         # the checking one; shape and C strides are known to be right here
-        shape = tuple(int(s) for s in shape)
+        shape = tuple([int(s) for s in shape])   # (a generator costs more than the axes)
         strides, step = [], dtype.itemsize
         for s in reversed(shape):
             strides.append(step)

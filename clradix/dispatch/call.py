@@ -82,6 +82,8 @@ def check_bool(value, name):
 
 def normalize_axis(axis, ndim):
     """``axis`` normalised (None stays None); numpy's AxisError when it is out of range."""
+    if axis.__class__ is int and -ndim <= axis < ndim:
+        return axis % ndim   # the common call: a Python int in range
     if axis is None:
         return None
     if isinstance(axis, (bool, np.bool_)):
@@ -239,18 +241,20 @@ class Layout:
                  "src_shape", "src_strides", "offset", "itemsize", "context")
 
     def __init__(self, a, axes):
-        shape = tuple(int(s) for s in a.shape)
+        # (list comprehensions, not generators: a call makes one Layout, and a generator costs
+        # more than the few axes it runs over)
+        shape = tuple([int(s) for s in a.shape])
         itemsize = a.dtype.itemsize
-        strides = tuple(int(s) // itemsize for s in a.strides)
+        strides = [int(s) // itemsize for s in a.strides]
         order = range(len(shape)) if axes is None else axes
         others = [d for d in range(len(shape)) if d not in order]
         self.perm = perm = others + list(order)
         self.shape, self.axes, self.itemsize = shape, axes, itemsize
-        self.src_shape = tuple(shape[d] for d in perm)
-        self.src_strides = tuple(strides[d] for d in perm)
+        self.src_shape = tuple([shape[d] for d in perm])
+        self.src_strides = tuple([strides[d] for d in perm])
         self.size = math.prod(shape)
-        self.rows = math.prod(shape[d] for d in others)
-        self.row_len = math.prod(shape[d] for d in order)
+        self.rows = math.prod([shape[d] for d in others])
+        self.row_len = math.prod([shape[d] for d in order])
         self.direct = _c_contiguous(self.src_shape, self.src_strides)
         self.restore = axes is not None and perm != list(range(len(shape))) and self.size > 0
         self.offset = a.offset // itemsize
@@ -286,21 +290,30 @@ class Layout:
         c_strides = _c_strides(moved)
         # the result's axis d is the rows' axis perm.index(d)
         where = {d: j for j, d in enumerate(self.perm)}
-        shape = tuple(moved[where[d]] for d in range(len(moved)))
-        strides = tuple(c_strides[where[d]] for d in range(len(moved)))
+        shape = tuple([moved[where[d]] for d in range(len(moved))])
+        strides = tuple([c_strides[where[d]] for d in range(len(moved))])
         return gather_for(self.context).enqueue(queue, src, 0, shape, strides, dst, dst_off,
                                                   itemsize, wait)
 
 
 # ------------------------------------------------------------------ the call
 
-def _give(arrays, x, evt):
-    """Attach ``evt`` to ``x`` (among ``arrays``, (array, replaced events) pairs) and drop it."""
-    for i, (y, replaced) in enumerate(arrays):
-        if y is x:
-            attach_event(x, evt, replaced)
-            del arrays[i]
-            return
+class _Identity(Layout):
+    """The identity layout: ``size`` keys of ``shape`` along its last axis ``ax`` (None: a 1-D
+    array flattened), ``a``'s own C-contiguous memory."""
+
+    __slots__ = ()
+    direct, restore = True, False
+
+    def __init__(self, shape, ax, size):
+        self.shape, self.size = shape, size
+        self.axes = None if ax is None else (ax,)
+        self.row_len = row_len = int(shape[-1])
+        self.rows = size // row_len
+
+
+#: a direct layout standing for any C-contiguous array (Call.keys_in reads only ``direct``)
+_CONTIGUOUS = _Identity((1,), None, 1)
 
 
 class Call:
@@ -321,18 +334,19 @@ class Call:
         self.wait = wait_list(wait_for) + replaced
         #: the event of the call's last command so far (None: none enqueued)
         self.last = None
-        self._inputs = [(a, replaced)]   # (array, its events when the call took it)
-        self._outputs = []
+        # id(array): (array, its events when the call took it), until it is given its event
+        self._inputs = {id(a): (a, replaced)}
+        self._outputs = {}
 
     # ---------------------------------------------------------------- arrays
 
     def input(self, x):
         """Take ``x`` (a pyopencl Array, or None) as one more input of the call."""
-        if x is None or any(x is y for y, _ in self._inputs):
+        if x is None or id(x) in self._inputs:
             return
         replaced = list(x.events)
         self.wait += replaced
-        self._inputs.append((x, replaced))
+        self._inputs[id(x)] = (x, replaced)
 
     def result(self, out, dtype, shape, what):
         """The array a result is written to: ``out`` checked (:func:`check_out`), else a new one
@@ -340,13 +354,13 @@ class Call:
         (``sort(a, out=a)``): it stays one, its events replaced once."""
         if out is None:
             res = self.sorter.new_result(self.queue, what, dtype, shape, self.allocator)
-            self._outputs.append((res, []))
+            self._outputs[id(res)] = (res, [])
             return res
         res = check_out(out, self.context, dtype, shape, what)
-        if not any(res is x for x, _ in self._inputs):
+        if id(res) not in self._inputs:
             replaced = list(res.events)
             self.wait += replaced
-            self._outputs.append((res, replaced))
+            self._outputs[id(res)] = (res, replaced)
         return res
 
     def temp(self, what, dtype, shape):
@@ -366,11 +380,15 @@ class Call:
 
     def read(self, x, evt):
         """``evt`` is the last command that reads the input ``x``: its events become ``evt``."""
-        _give(self._inputs, x, evt)
+        taken = self._inputs.pop(id(x), None)
+        if taken is not None:
+            attach_event(x, evt, taken[1])
 
     def wrote(self, res, evt):
         """``evt`` is the last command that writes the output ``res``."""
-        _give(self._outputs, res, evt)
+        taken = self._outputs.pop(id(res), None)
+        if taken is not None:
+            attach_event(res, evt, taken[1])
 
     def marker(self):
         """Enqueue a marker waiting for ``wait`` (a call with nothing to compute); the event."""
@@ -380,11 +398,10 @@ class Call:
         """The call is enqueued: every input and output not yet given its event gets the last
         command's (a marker when none was enqueued); that event."""
         evt = self.last if self.last is not None else self.marker()
-        for x, replaced in self._inputs:
+        for x, replaced in self._inputs.values():
             attach_event(x, evt, replaced)
-        for x, replaced in self._outputs:
+        for x, replaced in self._outputs.values():
             attach_event(x, evt, replaced)
-        self._inputs, self._outputs = [], []
         return evt
 
     # ---------------------------------------------------------------- layouts
@@ -395,16 +412,12 @@ class Call:
         flattened), made without the strides' arithmetic (its gathers are never asked for);
         else a :class:`Layout`."""
         ax = normalize_axis(axis, a.ndim)
-        axes = None if ax is None else (ax,)
         size = a.size
-        if size and a.flags.c_contiguous and (
-                ax == len(a.shape) - 1 if ax is not None else len(a.shape) == 1):
-            lay = Layout.__new__(Layout)
-            lay.shape, lay.axes, lay.size, lay.direct, lay.restore = a.shape, axes, size, True, \
-                False
-            lay.row_len = row_len = int(a.shape[-1])
-            lay.rows = size // row_len
-            return lay
+        if size and a.flags.c_contiguous:
+            shape = a.shape
+            if ax == len(shape) - 1 if ax is not None else len(shape) == 1:
+                return _Identity(shape, ax, size)
+        axes = None if ax is None else (ax,)
         return Layout(a, axes)
 
     def keys_in(self, a, lay, what, into=None):
@@ -414,9 +427,21 @@ class Call:
         when ``lay`` is direct, else a gather. ``a``'s events become that command's."""
         if lay.direct and (into is None or into is a):
             return a.base_data, a.offset // a.dtype.itemsize
+        itemsize = a.dtype.itemsize
+        size = int(a.size)
         if into is None:
-            into = self.temp(what, a.dtype, (lay.size,))
-        return self._move_in(a, lay, into)
+            into = self.temp(what, a.dtype, (size,))
+        dst_off = into.offset // itemsize
+        if size:
+            if lay.direct:
+                evt = cl.enqueue_copy(self.queue, into.base_data, a.base_data,
+                                      byte_count=size * itemsize, src_offset=a.offset,
+                                      dst_offset=into.offset, wait_for=self.wait or None)
+            else:
+                evt = lay.gather_in(self.queue, a, into.base_data, dst_off, self.wait)
+            self.then(evt)
+            self.read(a, evt)
+        return into.base_data, dst_off
 
     def flat_in(self, x, what):
         """``x``'s elements in C order as a C-contiguous Array: ``x`` itself when it is one,
@@ -424,29 +449,13 @@ class Call:
         if x.flags.c_contiguous or x.size <= 1:
             return x
         tmp = self.temp(what, x.dtype, (int(x.size),))
-        self._move_in(x, Layout(x, None), tmp)
+        self.keys_in(x, Layout(x, None), what, tmp)
         return tmp
 
     def copy_in(self, x, what, into):
         """``x``'s elements in C order copied into the Array ``into``; its (Buffer, offset)."""
-        if x.flags.c_contiguous or x.size <= 1:
-            return self._move_in(x, None, into)
-        return self._move_in(x, Layout(x, None), into)
-
-    def _move_in(self, a, lay, into):
-        dst_off = into.offset // a.dtype.itemsize
-        size = int(a.size)
-        if size:
-            if lay is None or lay.direct:
-                evt = cl.enqueue_copy(self.queue, into.base_data, a.base_data,
-                                      byte_count=size * a.dtype.itemsize, src_offset=a.offset,
-                                      dst_offset=into.offset, wait_for=self.wait or None)
-            else:
-                evt = lay.gather_in(self.queue, a, into.base_data, dst_off, self.wait)
-            self.wait = [evt]
-            self.last = evt
-            self.read(a, evt)
-        return into.base_data, dst_off
+        contiguous = x.flags.c_contiguous or x.size <= 1
+        return self.keys_in(x, _CONTIGUOUS if contiguous else Layout(x, None), what, into)
 
     def rows_out(self, res, lay, m, what):
         """Where an operation writes ``m`` results a row for the output ``res``: ``res`` itself,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union, cast
 
 import pyopencl as cl
 
@@ -25,22 +25,38 @@ _gathers: weakref.WeakKeyDictionary[cl.Context, Gather] = weakref.WeakKeyDiction
 _shared_lock = threading.Lock()
 
 
+# (context, its Sorter, its Selector or None) of the last lookup, one tuple (replaced whole: a
+# read needs no lock). It keeps nothing alive that the dictionaries do not: a Sorter holds its
+# context.
+_recent: Tuple[Optional[cl.Context], Optional[Sorter], Optional[Selector]] = (None, None, None)
+
+
 def sorter_for(context: cl.Context) -> Sorter:
     """The shared default Sorter of ``context`` (built kernels are reused across calls)."""
+    global _recent
+    recent = _recent
+    if recent[0] is context:   # the context of the last call: no lock, no weak-key lookup
+        return cast(Sorter, recent[1])
     with _shared_lock:
         s = _sorters.get(context)
         if s is None:
             s = _sorters[context] = Sorter(context)
+        _recent = (context, s, _selectors.get(context))
         return s
 
 
 def selector_for(context: cl.Context) -> Selector:
     """The shared default Selector of ``context`` (it shares the context's Sorter)."""
+    global _recent
+    recent = _recent
+    if recent[0] is context and recent[2] is not None:
+        return recent[2]
     sorter = sorter_for(context)
     with _shared_lock:
         s = _selectors.get(context)
         if s is None:
             s = _selectors[context] = Selector(context, sorter=sorter)
+        _recent = (context, sorter, s)
         return s
 
 
