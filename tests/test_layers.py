@@ -80,3 +80,19 @@ def test_the_layers_exist():
 
 def _describe(layer):
     return LAYERS[layer] if 0 <= layer < TOP else "top level" if layer == TOP else "leaf"
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A module's ``_names`` are its own: what another module needs is public (the numpy-like
+    functions share clradix.dispatch.call's names, not api.py's helpers)."""
+    wrong = []
+    for path in sorted(ROOT.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (
+                    node.level or (node.module or "").startswith("clradix")):
+                private = [a.name for a in node.names
+                           if a.name.startswith("_") and not a.name.startswith("__")]
+                if private:
+                    wrong.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {private}")
+    assert not wrong, "private names imported from another module:\n" + "\n".join(wrong)

@@ -366,10 +366,10 @@ def test_queue_slips(ctx, queue):
 def test_wide_indices_by_widening(queue, rng, monkeypatch, widen_from):
     """64-bit indices of large argsorts come from 32-bit ones widened in one pass: the same
     positions, for one row and for many, both directions, int64 and uint64."""
-    import clradix.dispatch.api as api
+    import clradix.dispatch.call as call
     if widen_from is not None:
-        monkeypatch.setattr(api, "WIDEN_FROM", widen_from)
-    for shape in [(api.WIDEN_FROM + 3,), (3, max(api.WIDEN_FROM // 2, 5) + 1), (1, 7)]:
+        monkeypatch.setattr(call, "WIDEN_FROM", widen_from)
+    for shape in [(call.WIDEN_FROM + 3,), (3, max(call.WIDEN_FROM // 2, 5) + 1), (1, 7)]:
         x = data(rng, np.float32, shape)
         d = cl_array.to_device(queue, x)
         for descending in (False, True):
@@ -377,6 +377,12 @@ def test_wide_indices_by_widening(queue, rng, monkeypatch, widen_from):
                 i = clradix.argsort(d, descending=descending, index_dtype=index_dtype)
                 assert i.dtype == np.dtype(index_dtype)
                 np.testing.assert_array_equal(i.get(), ref_argsort_axis(x, -1, descending))
+    # the rule holds on every layout: a strided view, another axis (widened, then gathered back)
+    x = data(rng, np.float32, (7, 9))
+    d = cl_array.to_device(queue, x)
+    for view, ref, axis in ((d[:, ::2], x[:, ::2], -1), (d, x, 0), (d, x, None)):
+        i = clradix.argsort(view, axis, index_dtype=np.int64)
+        np.testing.assert_array_equal(i.get(), np.argsort(ref, axis, kind="stable"))
 
 
 # ----------------------------------------------------------------------------- ndarray subclasses

@@ -114,6 +114,14 @@ def check_n(n, what="n"):
     return int(n)
 
 
+def wait_list(wait_for):
+    """A call's ``wait_for`` (None, or a sequence of events and Nones) as a new list of its
+    events."""
+    if wait_for is None:
+        return []
+    return [e for e in wait_for if e is not None]
+
+
 def attach_event(array, evt, replaced=()):
     """Make ``evt`` the event that later users of the pyopencl ``array`` wait for.
 
@@ -128,8 +136,11 @@ def attach_event(array, evt, replaced=()):
     if len(events) == len(replaced) <= 1 and (not events or events[0] is replaced[0]):
         events[:] = [evt]   # the common case: the array's one event (or none) is replaced
         return
+    if len(events) == 1 and events[0] is evt:
+        return   # views of one array share their events: another view was given evt
     gone = {e.int_ptr for e in replaced}
-    array.events[:] = [e for e in array.events if e.int_ptr not in gone] + [evt]
+    gone.add(evt.int_ptr)   # (once, however many views of the array the call took)
+    array.events[:] = [e for e in events if e.int_ptr not in gone] + [evt]
 
 
 def extent(x):
@@ -207,7 +218,10 @@ def check_aligned(arr, what, remedy=None):
     made with ``offset=`` over another type's data) would be read or written at the wrong
     bytes. ``remedy``: what to pass instead (default: an aligned copy of an input)."""
     size = arr.dtype.itemsize
-    if arr.offset % size or any(int(s) % size for s in arr.strides):
+    misaligned = arr.offset % size
+    for s in arr.strides:   # (a loop: no generator made for the one or two strides)
+        misaligned = misaligned or int(s) % size
+    if misaligned:
         raise ValueError(f"{what}: a view at byte offset {arr.offset} with strides "
                          f"{tuple(int(s) for s in arr.strides)}, not multiples of its itemsize "
                          f"{size}, where kernels address whole elements: "

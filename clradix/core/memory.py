@@ -126,15 +126,20 @@ def _array(queue, shape, dtype, data, allocator):
     if _FAST_ARRAY and shape:
         # pyopencl's own fast constructor (what its array methods use), a third of the time of
         # the checking one; shape and C strides are known to be right here
-        shape = tuple(int(s) for s in shape)
-        strides, step = [], dtype.itemsize
-        for s in reversed(shape):
-            strides.append(step)
-            step *= s
+        if len(shape) == 1:   # the common result: its one stride is the itemsize
+            size = int(shape[0])
+            shape, c_strides = (size,), (dtype.itemsize,)
+        else:
+            shape = tuple([int(s) for s in shape])   # (a generator costs more than the axes)
+            strides, step = [], dtype.itemsize
+            for s in reversed(shape):
+                strides.append(step)
+                step *= s
+            size, c_strides = math.prod(shape), tuple(reversed(strides))
         try:
             return cl_array.Array(None, shape, dtype, allocator=allocator, data=data,
-                                  strides=tuple(reversed(strides)), _fast=True,
-                                  _size=math.prod(shape), _context=queue.context, _queue=queue)
+                                  strides=c_strides, _fast=True, _size=size,
+                                  _context=queue.context, _queue=queue)
         except TypeError:   # a pyopencl whose fast constructor differs
             pass
     return cl_array.Array(queue, shape, dtype, data=data, allocator=allocator)

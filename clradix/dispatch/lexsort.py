@@ -10,15 +10,12 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import Operand, attach_event, check_aligned, check_outputs, host_array
+from ..core.arguments import Operand, check_aligned, check_outputs, host_array
 from ..core.keys import key_codec
-from ..core.sizes import check_index_dtype
-from ..planning.families import families_for
-from .api import (WIDEN_FROM, Allocator, AxisError, Events, _checked_input, _context,
-                  _contiguous, _host_result, _index_dtype_of, _result, _temp,
-                  _to_device, default_queue, sorter_for)
+from .call import (Allocator, AxisError, Call, Events, host_result, index_dtype_for,
+                   index_dtype_of, to_device)
 from .records import lexsort_order
-from .sorter import _events
+from .shared import default_queue
 
 
 def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = None,
@@ -36,23 +33,21 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
     the device and back. ``allocator``, ``queue``, ``wait_for``: as for :func:`clradix.sort`.
     One stable sort per key: the least significant is argsorted, then each more significant
     one is taken in the order so far and sorted with it; nothing is read back."""
-    index_dtype, idx_what = _index_dtype_of(index_dtype, out)
+    index_dtype, idx_what = index_dtype_of(index_dtype, out)
     device_keys = _device_keys(keys)
     if device_keys is None:
         host = _host_keys(keys)
         if all(k.ndim == 0 for k in host):   # scalar keys, as numpy's: one position, 0
-            return _host_result(_Scalar(), out, "out")
-        index_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                        max(int(k.size) for k in host), idx_what)
+            return host_result(_Scalar(), out, "out")
+        index_dtype = index_dtype_for(index_dtype, max(int(k.size) for k in host), idx_what)
         q = queue or default_queue()
-        res = lexsort([_to_device(k, q, f"keys[{i}]") for i, k in enumerate(host)], axis,
+        res = lexsort([to_device(k, q, f"keys[{i}]") for i, k in enumerate(host)], axis,
                       index_dtype=index_dtype, allocator=allocator)
-        return _host_result(res, out, "out")
+        return host_result(res, out, "out")
     if axis not in (-1, 0) or isinstance(axis, bool):
         raise AxisError(f"axis {axis} is out of bounds for keys of one axis")
-    first = device_keys[0]
-    queue = _checked_input(first, queue, "keys[0]")
-    n = int(first.size)
+    call = Call(device_keys[0], queue, wait_for, allocator, "keys[0]")
+    n = int(device_keys[0].size)
     for i, k in enumerate(device_keys):
         check_aligned(k, f"keys[{i}]")
         key_codec(k.dtype)
@@ -61,47 +56,24 @@ def lexsort(keys: Any, axis: int = -1, *, index_dtype: Optional[DTypeLike] = Non
         if int(k.size) != n:
             raise ValueError(f"all keys need to be the same shape: keys[{i}] has {k.size} "
                              f"elements, keys[0] {n}")
-    sorter = sorter_for(_context(first))
-    idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64, n,
-                                  idx_what)
-    res = _result(out, queue, idx_dtype, (n,), "out", allocator, sorter)
+    idx_dtype = index_dtype_for(index_dtype, n, idx_what)
+    res = call.result(out, idx_dtype, (n,), "out")
     if out is not None:
         check_outputs([("out", res)], [(f"keys[{i}]", k) for i, k in enumerate(device_keys)])
-    replaced_r = list(res.events)
-    wait = _events(wait_for) + replaced_r
+    for k in device_keys:
+        call.input(k)
     ops = []
     for i, k in enumerate(device_keys):
-        at, deps, own = _contiguous(k, queue, f"keys[{i}]", allocator, sorter, [])
-        wait += deps
-        ops.append(Operand(at[0], at[1], n, k.dtype,
-                           k if own else cl_array.Array(queue, (n,), k.dtype, data=at[0]), []))
-    if n == 0:
-        evt = cl.enqueue_marker(queue, wait_for=wait or None)
-        attach_event(res, evt, replaced_r)
-        return res
-    res_off = res.offset // idx_dtype.itemsize
-    narrow = idx_dtype.itemsize == 8 and n < 2 ** 32 and n >= WIDEN_FROM
-    if narrow or res_off:
-        # 64-bit results of fewer than 2**32 keys: the sorts carry 4-byte positions and one
-        # pass widens them (as argsort's)
-        pd = np.dtype(np.uint32 if narrow else f"u{idx_dtype.itemsize}")
-        perm = _temp(queue, "lexsort order", pd, (n,), allocator, sorter)
-        evt = lexsort_order(sorter, queue, ops, perm.base_data, pd, descending=False, wait=wait,
-                            allocator=allocator)
-        if narrow:
-            evt = families_for(_context(first)).widen(queue, perm.base_data, res.base_data,
-                                                      res_off, n, [evt])
-        else:
-            evt = cl.enqueue_copy(queue, res.base_data, perm.base_data,
-                                  byte_count=n * pd.itemsize, dst_offset=res.offset,
-                                  wait_for=[evt])
-    else:
-        evt = lexsort_order(sorter, queue, ops, res.base_data,
-                            np.dtype(f"u{idx_dtype.itemsize}"), descending=False, wait=wait,
-                            allocator=allocator)
-    for k in device_keys:
-        attach_event(k, evt, list(k.events))
-    attach_event(res, evt, replaced_r)
+        flat = call.flat_in(k, f"keys[{i}]")
+        ops.append(Operand(flat.base_data, flat.offset // k.dtype.itemsize, n, k.dtype, flat,
+                           []))
+    if n:
+        # the order is built from its buffer's start (the sorts' values)
+        at = call.positions(res, n, n, "lexsort order", at_start=True)
+        call.then(lexsort_order(call.sorter, call.queue, ops, at[0], at[2], descending=False,
+                                wait=call.wait, allocator=allocator))
+        call.positions_home(at, res, n)
+    call.done()
     return res
 
 

@@ -13,15 +13,13 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import (attach_event, check_aligned, check_context, check_outputs,
-                              host_array)
+from ..core.arguments import check_aligned, check_context, check_outputs, host_array
 from ..core.memory import upload
 from ..core.keys import key_codec
-from ..core.sizes import check_index_dtype
+from .call import (Allocator, Call, Events, host_result, index_dtype_for, index_dtype_of,
+                   to_device)
 from ..planning.families import families_for
-from .api import (Allocator, Events, _checked_input, _context, _contiguous, _host_result,
-                  _index_dtype_of, _result, _to_device, default_queue, sorter_for)
-from .sorter import _events
+from .shared import default_queue
 
 _SORTER_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
 
@@ -68,10 +66,11 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
     ``x2`` gives a numpy scalar)."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    index_dtype, idx_what = _index_dtype_of(index_dtype, out)
+    index_dtype, idx_what = index_dtype_of(index_dtype, out)
     if not isinstance(x1, cl_array.Array):
         return _host_search(x1, x2, side, sorter, index_dtype, idx_what, out, allocator, queue)
-    queue = _checked_input(x1, queue, "x1")
+    call = Call(x1, queue, wait_for, allocator, "x1")
+    queue = call.queue
     if isinstance(x2, cl_array.Array):
         check_aligned(x2, "x2")
     else:
@@ -92,10 +91,8 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
                              f"values of shape {tuple(x1.shape[:-1])} + (m,), got "
                              f"{tuple(x2.shape)}")
         rows, per_row = int(x1.size) // row_len if row_len else 0, int(x2.shape[-1])
-    ctx_sorter = sorter_for(_context(x1))
-    idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                  row_len + 1, idx_what)
-    res = _result(out, queue, idx_dtype, tuple(x2.shape), "out", allocator, ctx_sorter)
+    idx_dtype = index_dtype_for(index_dtype, row_len + 1, idx_what)
+    res = call.result(out, idx_dtype, tuple(x2.shape), "out")
     dev_sorter = sorter if isinstance(sorter, cl_array.Array) else None
     if dev_sorter is not None:
         check_aligned(dev_sorter, "sorter")
@@ -112,35 +109,30 @@ def searchsorted(x1: Any, x2: Any, side: str = "left", sorter: Any = None, *,
         if sorter.dtype not in _SORTER_DTYPES:
             raise TypeError(f"sorter: expected int32, int64, uint32 or uint64 indices, got "
                             f"{sorter.dtype}")
-    replaced_r = list(res.events)
-    wait = _events(wait_for) + replaced_r
+    call.input(x2)
+    call.input(sorter)
     total = int(x2.size)
-    if total == 0:
-        evt = cl.enqueue_marker(queue, wait_for=(wait + list(x1.events) + list(x2.events))
-                                or None)
-        attach_event(res, evt, replaced_r)
-        return res
-    if row_len == 0:   # nothing to search: every insertion point is 0
-        evt = cl.enqueue_fill_buffer(queue, res.base_data, np.zeros(1, idx_dtype), res.offset,
-                                     total * idx_dtype.itemsize, wait_for=wait or None)
-        attach_event(res, evt, replaced_r)
-        return res
-    keys, wait_k, _ = _contiguous(x1, queue, "searchsorted keys", allocator, ctx_sorter, wait)
-    vals, wait_v, _ = _contiguous(x2, queue, "searchsorted values", allocator, ctx_sorter, [])
-    order = None
-    wait_s: list = []
-    if sorter is not None:
-        buf, wait_s, _ = _contiguous(sorter, queue, "searchsorted sorter", allocator, ctx_sorter,
-                                     [])
-        order = (buf[0], buf[1], sorter.dtype)
-    evt = families_for(_context(x1)).search(
-        queue, codec, keys, row_len, row_len if rows > 1 else 0, vals, per_row, total, order,
-        (res.base_data, res.offset // idx_dtype.itemsize), idx_dtype, side == "right",
-        wait_k + wait_v + wait_s)
-    for arr in (x1, x2) + ((sorter,) if sorter is not None else ()):
-        attach_event(arr, evt, list(arr.events))
-    attach_event(res, evt, replaced_r)
+    if total and row_len == 0:   # nothing to search: every insertion point is 0
+        call.then(cl.enqueue_fill_buffer(queue, res.base_data, np.zeros(1, idx_dtype),
+                                         res.offset, total * idx_dtype.itemsize,
+                                         wait_for=call.wait or None))
+    elif total:
+        keys = _at(call.flat_in(x1, "searchsorted keys"))
+        vals = _at(call.flat_in(x2, "searchsorted values"))
+        order = None
+        if sorter is not None:
+            order = _at(call.flat_in(sorter, "searchsorted sorter")) + (sorter.dtype,)
+        call.then(families_for(call.context).search(
+            queue, codec, keys, row_len, row_len if rows > 1 else 0, vals, per_row, total,
+            order, (res.base_data, res.offset // idx_dtype.itemsize), idx_dtype,
+            side == "right", call.wait))
+    call.done()
     return res
+
+
+def _at(arr):
+    """(Buffer, element offset) of a contiguous Array."""
+    return arr.base_data, arr.offset // arr.dtype.itemsize
 
 
 def _values_to(x1, x2, queue, side):
@@ -206,16 +198,15 @@ def _host_search(x1, x2, side, sorter, index_dtype, idx_what, out, allocator, qu
     if sorter is not None:
         sorter = _host_sorter(sorter, a.shape)
     if a.ndim:   # (a 0-d x1 is refused on the device)
-        index_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                        int(a.shape[-1]) + 1, idx_what)
+        index_dtype = index_dtype_for(index_dtype, int(a.shape[-1]) + 1, idx_what)
     q = queue or default_queue()
-    d1 = _to_device(a, q, "x1")
-    d2 = _to_device(v, q, "x2")
+    d1 = to_device(a, q, "x1")
+    d2 = to_device(v, q, "x2")
     ds = None if sorter is None else upload(q, sorter, "the device copy of sorter")
     res = searchsorted(d1, d2, side, ds, index_dtype=index_dtype, allocator=allocator)
     if v.ndim == 0 and out is None:
         return res.get()[()]
-    return _host_result(res, out, "out")
+    return host_result(res, out, "out")
 
 
 __all__ = ["searchsorted"]

@@ -41,12 +41,11 @@ any float64 result."""
 
 from __future__ import annotations
 
-import math
 import numbers
 import sys
 import threading
 import warnings
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Generic, NamedTuple, Optional, Sequence,
+from typing import (TYPE_CHECKING, Any, Dict, Generic, NamedTuple, Optional, Sequence,
                     Tuple, TypeVar, Union)
 
 import numpy as np
@@ -54,25 +53,20 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
-from ..core.arguments import attach_event, check_outputs
+from ..core.arguments import check_outputs
 from ..core.keys import key_codec
-from ..core.memory import checked_allocator
-from ..core.sizes import check_index_dtype
 from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE, SelectOperands
 from ..planning.families import families_for
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
-from .api import (_axis, _c_contiguous, _c_strides, _checked_input, _context,
-                  _host_result, _result, _temp, _to_device, argsort, selector_for, sort,
-                  sorter_for)
-from .sorter import _events
+from .api import argsort, sort
+from .call import (Allocator, Call, Events, Layout, host_result, index_dtype_for,
+                   normalize_axis, to_device)
+from .shared import selector_for
 
 try:   # numpy >= 2.0
     from numpy.lib.array_utils import normalize_axis_tuple
 except ImportError:  # pragma: no cover - numpy 1.x
     from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]
-
-Allocator = Callable[[int], cl.MemoryObjectHolder]
-Events = Optional[Sequence[Optional[cl.Event]]]
 
 #: numpy's quantile methods, in the kernels' numbering (rank_select_steps.mako's M_*)
 METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
@@ -106,63 +100,7 @@ else:  # pragma: no cover - Python 3.9 and 3.10
 KthvalueResult.__module__ = "clradix"
 
 
-# ------------------------------------------------------------------ the rows of a call
-
-class _Rows:
-    """Array ``a`` seen along ``axes`` (a sorted tuple; every axis for None): ``rows`` rows of
-    ``row_len`` keys, the axes last in their order and the others before them in theirs (numpy's
-    order for a reduction over several axes); ``direct`` when those rows are ``a``'s own memory,
-    C-contiguous."""
-
-    def __init__(self, a, axes):
-        shape = tuple(int(s) for s in a.shape)
-        itemsize = a.dtype.itemsize
-        if any(int(s) % itemsize for s in a.strides) or a.offset % itemsize:
-            raise ValueError(f"array: strides {a.strides} and offset {a.offset} bytes must be "
-                             f"multiples of the itemsize {itemsize}: make a contiguous copy")
-        strides = tuple(int(s) // itemsize for s in a.strides)
-        axes = tuple(range(len(shape))) if axes is None else tuple(axes)
-        others = [d for d in range(len(shape)) if d not in axes]
-        self.perm = others + list(axes)
-        self.shape, self.axes, self.itemsize = shape, axes, itemsize
-        self.src_shape = tuple(shape[d] for d in self.perm)
-        self.src_strides = tuple(strides[d] for d in self.perm)
-        self.rows = math.prod(shape[d] for d in others)
-        self.row_len = math.prod(shape[d] for d in axes)
-        self.direct = _c_contiguous(self.src_shape, self.src_strides)
-        self.offset = a.offset // itemsize
-        self.context = a.context
-
-    def keys(self, queue, a, wait, allocator, sorter):
-        """(buffer, element offset, events to wait for, temporary or None) of the rows: ``a``'s
-        memory, or a temporary that a gather fills (``a``'s events then replaced by it)."""
-        if self.direct:
-            return a.base_data, self.offset, list(wait) + list(a.events), None
-        tmp = _temp(queue, "selection rows", a.dtype, (self.rows * self.row_len,), allocator,
-                    sorter)
-        replaced = list(a.events)
-        evt = families_for(self.context).gather(queue, a.base_data, self.offset, self.src_shape,
-                                                self.src_strides, tmp.base_data, 0,
-                                                self.itemsize, list(wait) + replaced)
-        attach_event(a, evt, replaced)
-        return tmp.base_data, 0, [evt], tmp
-
-    def restore(self, queue, src, dst, itemsize, wait):
-        """Enqueue rows of ``row_len`` results (contiguous in ``src``) into ``dst`` (an Array of
-        ``a``'s shape) in ``a``'s axis order; the event."""
-        c_strides = _c_strides(self.src_shape)
-        where = {d: j for j, d in enumerate(self.perm)}
-        shape = tuple(self.src_shape[where[d]] for d in range(len(self.shape)))
-        strides = tuple(c_strides[where[d]] for d in range(len(self.shape)))
-        return families_for(self.context).gather(queue, src, 0, shape, strides, dst.base_data,
-                                                 dst.offset // itemsize, itemsize, wait)
-
-    def reduced_shape(self, keepdims):
-        """The shape of a reduction over the axes."""
-        if keepdims:
-            return tuple(1 if d in self.axes else s for d, s in enumerate(self.shape))
-        return tuple(s for d, s in enumerate(self.shape) if d not in self.axes)
-
+# ------------------------------------------------------------------ axes
 
 def _reduce_axes(axis, ndim):
     """numpy's axis of a reduction: None (every axis), an int or a tuple of ints, normalized and
@@ -177,7 +115,7 @@ def _reduce_axes(axis, ndim):
 
 def _one_axis(axis, ndim):
     """A single axis, normalized, as a 1-tuple (None stays None: the flattened array)."""
-    ax = _axis(axis, ndim)
+    ax = normalize_axis(axis, ndim)
     return None if ax is None else (ax,)
 
 
@@ -222,7 +160,7 @@ def _select(queue, codec, keys, rows, row_len, job, wait, allocator, policy, *, 
     if prepared is None:
         prepared = sel.planner.prepare_selection(key, queue.device, codec, fields, policy,
                                                  idx_bytes, program)
-    alloc = checked_allocator(queue, allocator or sel.allocator, pools=sel._pools)
+    alloc = sel.temporaries(queue, allocator)
     buf, wait = _params_buffer(queue, params, keys[0], alloc, wait)
     operands = SelectOperands((keys[0], keys[1]),
                               (values[0].base_data, values[1]) if values else None, (buf, 0),
@@ -240,7 +178,7 @@ def _device_input(a, queue):
     """``a`` as an Array on a device: (Array, whether it came from the host)."""
     if isinstance(a, cl_array.Array):
         return a, False
-    return _to_device(a, queue, "a"), True
+    return to_device(a, queue, "a"), True
 
 
 # ------------------------------------------------------------------ partition
@@ -278,50 +216,42 @@ def _check_kind_order(kind, order):
 def _split(a, kth, axis, want_keys, out, index_dtype, allocator, queue, wait_for, policy,
            what):
     """partition (want_keys) or argpartition of a device Array."""
-    queue = _checked_input(a, queue)
+    call = Call(a, queue, wait_for, allocator)
     codec = key_codec(a.dtype)
     axes = _one_axis(axis, a.ndim) if a.ndim else None
-    lay = _Rows(a, axes)
-    sorter = sorter_for(_context(a))
+    lay = Layout(a, axes)
     if not want_keys:
-        idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                      max(lay.row_len, 1))
+        idx_dtype = index_dtype_for(index_dtype, max(lay.row_len, 1))
     res_dtype = a.dtype if want_keys else idx_dtype
     res_shape = (lay.row_len,) if axes is None else lay.shape
     if lay.rows == 0 or lay.row_len == 0:   # numpy checks no kth on an empty array
-        res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter)
+        res = call.result(out, res_dtype, res_shape, what)
         check_outputs([(what, res)], [("the input array", a)])
-        replaced = list(res.events)
-        evt = cl.enqueue_marker(queue, wait_for=(_events(wait_for) + replaced) or None)
-        attach_event(res, evt, replaced)
+        call.done()
         return res
     ks = _kth_list(kth, lay.row_len)
     if len(ks) > MAX_RANKS:
         # more distinct kth than a selection resolves at once: a sorted row satisfies each one
         if want_keys:
-            return sort(a, axis, out=out, allocator=allocator, queue=queue, wait_for=wait_for)
+            return sort(a, axis, out=out, allocator=allocator, queue=call.queue,
+                        wait_for=wait_for)
         return argsort(a, axis, index_dtype=res_dtype, out=out, allocator=allocator,
-                       queue=queue, wait_for=wait_for)
-    res = _result(out, queue, res_dtype, res_shape, what, allocator, sorter)
+                       queue=call.queue, wait_for=wait_for)
+    res = call.result(out, res_dtype, res_shape, what)
     # the split writes keys while it reads others: no output may share the input's bytes
     check_outputs([(what, res)], [("the input array", a)])
-    replaced_r = list(res.events)
-    wait = _events(wait_for) + replaced_r
-    restore = axes is not None and lay.perm != list(range(a.ndim))
-    keys = lay.keys(queue, a, wait, allocator, sorter)
-    rows_out = _temp(queue, "partition rows", res_dtype, (lay.rows * lay.row_len,), allocator,
-                     sorter) if restore else res
+    keys = call.keys_in(a, lay, "selection rows")
+    rows_out = call.rows_out(res, lay, lay.row_len, "partition rows")
     target = (rows_out, rows_out.offset // res_dtype.itemsize)
     job = dict(nranks=len(ks), rank_mode=RANKS_FIXED, tail="split", write_keys=want_keys,
                write_pos=not want_keys)
-    evt = _select(queue, codec, keys[:2], lay.rows, lay.row_len, job, keys[2], allocator,
-                  policy, params=np.array(ks, np.uint64),
-                  values=target if want_keys else None,
-                  positions=None if want_keys else target,
-                  idx_bytes=res_dtype.itemsize if not want_keys else 8)
-    if restore:
-        evt = lay.restore(queue, rows_out.base_data, res, res_dtype.itemsize, [evt])
-    attach_event(res, evt, replaced_r)
+    call.then(_select(call.queue, codec, keys, lay.rows, lay.row_len, job, call.wait, allocator,
+                      policy, params=np.array(ks, np.uint64),
+                      values=target if want_keys else None,
+                      positions=None if want_keys else target,
+                      idx_bytes=res_dtype.itemsize if not want_keys else 8))
+    call.lay_out(rows_out, res, lay, lay.row_len)
+    call.done()
     return res
 
 
@@ -345,7 +275,7 @@ def partition(a: Any, kth: Union[int, Sequence[int]], axis: Optional[int] = -1,
     policy = _check_policy(policy)
     dev, host = _device_input(a, queue)
     if host:
-        return _host_result(_split(dev, kth, axis, True, None, None, allocator, None, None,
+        return host_result(_split(dev, kth, axis, True, None, None, allocator, None, None,
                                    policy, "out"), out, "out")
     return _split(dev, kth, axis, True, out, None, allocator, queue, wait_for, policy, "out")
 
@@ -367,7 +297,7 @@ def argpartition(a: Any, kth: Union[int, Sequence[int]], axis: Optional[int] = -
         index_dtype = out.dtype
     dev, host = _device_input(a, queue)
     if host:
-        return _host_result(_split(dev, kth, axis, False, None, index_dtype, allocator, None,
+        return host_result(_split(dev, kth, axis, False, None, index_dtype, allocator, None,
                                    None, policy, "out"), out, "out")
     return _split(dev, kth, axis, False, out, index_dtype, allocator, queue, wait_for, policy,
                   "out")
@@ -404,43 +334,36 @@ def kthvalue(a: Any, k: int, axis: Optional[int] = -1, keepdims: bool = False, *
     if host:
         v, i = _kthvalue(dev, int(k), axis, bool(keepdims), index_dtype, (None, None),
                          allocator, None, None, policy)
-        return KthvalueResult(_host_result(v, outs[0], "out[0] (values)"),
-                              _host_result(i, outs[1], "out[1] (indices)"))
+        return KthvalueResult(host_result(v, outs[0], "out[0] (values)"),
+                              host_result(i, outs[1], "out[1] (indices)"))
     return KthvalueResult(*_kthvalue(dev, int(k), axis, bool(keepdims), index_dtype, outs,
                                      allocator, queue, wait_for, policy))
 
 
 def _kthvalue(a, k, axis, keepdims, index_dtype, outs, allocator, queue, wait_for, policy):
-    queue = _checked_input(a, queue)
+    call = Call(a, queue, wait_for, allocator)
     codec = key_codec(a.dtype)
     axes = _one_axis(axis, a.ndim) if a.ndim else None
-    lay = _Rows(a, axes)
+    lay = Layout(a, axes)
     if not 1 <= k <= lay.row_len:
         raise ValueError(f"k={k} is out of range: k counts from 1 (the smallest) to the length "
                          f"{lay.row_len} of the axis")
-    sorter = sorter_for(_context(a))
-    idx_dtype = check_index_dtype(index_dtype if index_dtype is not None else np.int64,
-                                  lay.row_len)
+    idx_dtype = index_dtype_for(index_dtype, lay.row_len)
     shape = lay.reduced_shape(keepdims)
-    values = _result(outs[0], queue, a.dtype, shape, "out[0] (values)", allocator, sorter)
-    indices = _result(outs[1], queue, idx_dtype, shape, "out[1] (indices)", allocator, sorter)
+    values = call.result(outs[0], a.dtype, shape, "out[0] (values)")
+    indices = call.result(outs[1], idx_dtype, shape, "out[1] (indices)")
     check_outputs([("out[0] (values)", values), ("out[1] (indices)", indices)],
                   [("the input array", a)])
-    replaced_v, replaced_i = list(values.events), list(indices.events)
-    wait = _events(wait_for) + replaced_v + replaced_i
-    if lay.rows == 0:
-        evt = cl.enqueue_marker(queue, wait_for=wait or None)
-    else:
-        keys = lay.keys(queue, a, wait, allocator, sorter)
+    if lay.rows:
+        keys = call.keys_in(a, lay, "selection rows")
         job = dict(nranks=1, rank_mode=RANKS_FIXED, tail="locate", write_keys=True,
                    write_pos=True)
-        evt = _select(queue, codec, keys[:2], lay.rows, lay.row_len, job, keys[2], allocator,
-                      policy, params=np.array([k - 1], np.uint64),
-                      values=(values, values.offset // values.dtype.itemsize),
-                      positions=(indices, indices.offset // idx_dtype.itemsize),
-                      idx_bytes=idx_dtype.itemsize)
-    attach_event(values, evt, replaced_v)
-    attach_event(indices, evt, replaced_i)
+        call.then(_select(call.queue, codec, keys, lay.rows, lay.row_len, job, call.wait,
+                          allocator, policy, params=np.array([k - 1], np.uint64),
+                          values=(values, values.offset // values.dtype.itemsize),
+                          positions=(indices, indices.offset // idx_dtype.itemsize),
+                          idx_bytes=idx_dtype.itemsize))
+    call.done()
     return values, indices
 
 
@@ -515,7 +438,8 @@ def _check_q(q, fn):
 def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, wait_for,
             policy):
     """median (q None) or quantiles of a device Array; the result Array."""
-    queue = _checked_input(a, queue)
+    call = Call(a, queue, wait_for, allocator)
+    queue = call.queue
     codec = key_codec(a.dtype)
     if not isinstance(keepdims, (bool, np.bool_)):
         raise TypeError(f"keepdims must be a bool, got {type(keepdims).__name__}")
@@ -531,22 +455,18 @@ def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, w
         res_dtype = _numpy_dtype(fn.replace("nan", ""), a.dtype, q, method)
         discrete = method in DISCRETE
     arith = _arith(res_dtype, codec, discrete)
-    lay = _Rows(a, axes)
+    lay = Layout(a, axes)
     fp64 = "cl_khr_fp64" in queue.device.extensions
     if (arith == "f64" or not median_) and not fp64:
         raise TypeError(f"{fn} of {codec.dtype} keys computes in float64 (numpy's indexes and "
                         f"{res_dtype} results), which {queue.device.name.strip()} lacks "
                         f"(cl_khr_fp64): use a device with double precision")
-    sorter = sorter_for(_context(a))
     shape = tuple(qshape) + lay.reduced_shape(keepdims)
-    res = _result(out, queue, res_dtype, shape, "out", allocator, sorter)
+    res = call.result(out, res_dtype, shape, "out")
     check_outputs([("out", res)], [("the input array", a)])
-    replaced = list(res.events)
-    wait = _events(wait_for) + replaced
     nq = 1 if median_ else len(qs)
     if lay.rows == 0 or nq == 0:
-        evt = cl.enqueue_marker(queue, wait_for=wait or None)
-        attach_event(res, evt, replaced)
+        call.done()
         return res
     if lay.row_len == 0:
         if not median_ and not skip_nan:
@@ -554,18 +474,16 @@ def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, w
                              f"empty slice: the reduced axes of a have no keys)")
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=4)
         nan = np.array(np.nan).astype(res_dtype)
-        evt = cl.enqueue_fill_buffer(queue, res.base_data, nan, res.offset, res.nbytes,
-                                     wait_for=wait or None)
-        attach_event(res, evt, replaced)
+        call.then(cl.enqueue_fill_buffer(queue, res.base_data, nan, res.offset, res.nbytes,
+                                         wait_for=call.wait or None))
+        call.done()
         return res
-    keys = lay.keys(queue, a, wait, allocator, sorter)
-    evt = None
-    wait = keys[2]
+    keys = call.keys_in(a, lay, "selection rows")
     if median_:
         job = dict(nranks=2, rank_mode=RANKS_MEDIAN, tail="values", skip_nan=skip_nan, nout=1)
-        evt = _select(queue, codec, keys[:2], lay.rows, lay.row_len, job, wait, allocator,
-                      policy, values=(res, res.offset // res_dtype.itemsize), idx_bytes=8,
-                      program=("median", arith))
+        call.then(_select(queue, codec, keys, lay.rows, lay.row_len, job, call.wait, allocator,
+                          policy, values=(res, res.offset // res_dtype.itemsize), idx_bytes=8,
+                          program=("median", arith)))
     else:
         alpha, beta = _ALPHA_BETA.get(method, (0, 0))
         c = 1 - alpha - beta
@@ -574,12 +492,11 @@ def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, w
             words = np.concatenate([chunk, [alpha, c]]).astype(np.float64).view(np.uint64)
             job = dict(nranks=2 * len(chunk), rank_mode=RANKS_QUANTILE, tail="values",
                        skip_nan=skip_nan, nout=len(chunk), method=METHODS.index(method))
-            evt = _select(queue, codec, keys[:2], lay.rows, lay.row_len, job, wait, allocator,
-                          policy, params=words,
-                          values=(res, res.offset // res_dtype.itemsize + start * lay.rows),
-                          idx_bytes=8, program=("quantile", arith))
-            wait = [evt]
-    attach_event(res, evt, replaced)
+            call.then(_select(queue, codec, keys, lay.rows, lay.row_len, job, call.wait,
+                              allocator, policy, params=words,
+                              values=(res, res.offset // res_dtype.itemsize + start * lay.rows),
+                              idx_bytes=8, program=("quantile", arith)))
+    call.done()
     return res
 
 
@@ -597,7 +514,7 @@ def _reduction(fn, a, q, axis, out, keepdims, method, weights, allocator, queue,
                        wait_for, policy)
     res = _reduce(fn, dev, q, axis, None, keepdims, method, skip_nan, allocator, None, None,
                   policy)
-    host_res = _host_result(res, out, "out")
+    host_res = host_result(res, out, "out")
     if skip_nan and dev.dtype.kind == "f" or skip_nan and dev.dtype.name == "bfloat16":
         _warn_all_nan(np.asarray(a), axis, host_res)
     if out is None and host_res.ndim == 0:

@@ -16,7 +16,7 @@ import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
 from ..core.arguments import (Operand, buffer_size, attach_event, check_context, check_n,
-                              check_outputs, check_queue, operand)
+                              check_outputs, check_queue, operand, wait_list)
 from ..core.keys import key_codec
 from ..core.memory import QueuePools, checked_allocator, new_output
 from ..core.render import programs_for
@@ -25,7 +25,7 @@ from ..drivers.radix_select import TopkOperands, global_sorts
 from ..planning.planner import Planner, topk_driver_class
 from ..policies.overrides import check_overrides
 from ..policies.topk import TopkPolicy
-from .sorter import Sorter, _events
+from .sorter import Sorter
 
 
 class Selector:
@@ -121,7 +121,7 @@ class Selector:
         indices = indices_out if indices_out is not None else \
             new_output(queue, "indices output", idx_dtype, out_shape, user)
         replaced = {id(values): list(values.events), id(indices): list(indices.events)}
-        wait = _events(wait_for) + list(src.events) + replaced[id(values)] + replaced[id(indices)]
+        wait = wait_list(wait_for) + list(src.events) + replaced[id(values)] + replaced[id(indices)]
         if n_rows * k == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait or None)
         else:
@@ -153,6 +153,12 @@ class Selector:
                                 (values.base_data, values.offset // values.dtype.itemsize),
                                 (indices.base_data, indices.offset // indices.dtype.itemsize))
         return prepared.run(queue, operands, alloc, wait)
+
+    def temporaries(self, queue, allocator=None):
+        """The allocator of a call's temporaries on ``queue``: ``allocator``, else the
+        Selector's, else the queue's memory pool; a failed allocation raises MemoryError naming
+        the bytes."""
+        return checked_allocator(queue, allocator or self.allocator, pools=self._pools)
 
     def temp_bytes(self, rows: int, row_len: int, k: int, dtype: DTypeLike = np.uint32, *,
                    sorted: bool = True, device: Optional[cl.Device] = None) -> int:

@@ -14,9 +14,9 @@ import pyopencl.array as cl_array
 from numpy.typing import DTypeLike
 
 from ..core.arguments import (Operand, attach_event, check_n, check_outputs, check_queue,
-                              in_order, operand)
+                              in_order, operand, wait_list)
 from ..core.keys import key_codec, value_cl_type
-from ..core.memory import QueuePools, checked_allocator, new_output
+from ..core.memory import QueuePools, checked_allocator, new_output, pooled_output
 from ..core.render import programs_for
 from ..core.launches import SortOperands
 from ..core.sizes import check_index_dtype
@@ -128,11 +128,11 @@ class Sorter:
                                     "values takes pyopencl Arrays, which say their dtype")
                 return permuted.sort_records(
                     self, queue, buf, keys, listed, dtype=keys.dtype, descending=descending,
-                    begin_bit=begin_bit, end_bit=end_bit, wait=_events(wait_for),
+                    begin_bit=begin_bit, end_bit=end_bit, wait=wait_list(wait_for),
                     allocator=allocator, segments=segments, check_offsets=check_offsets)
         if values is not None:
             vals = self._value_operand(values, value_dtype, n, keys)
-        wait = _events(wait_for) + keys.events + (vals.events if vals else [])
+        wait = wait_list(wait_for) + keys.events + (vals.events if vals else [])
 
         if segments is not None:
             evt = segmented.sort_segments(self, queue, codec, keys, vals, segments,
@@ -175,7 +175,7 @@ class Sorter:
         begin_bit, end_bit = _bit_range(codec, begin_bit, end_bit)
         if out is not None:
             check_outputs([("out", o)], [("the keys", k)])
-        wait = _events(wait_for) + k.events + o.events
+        wait = wait_list(wait_for) + k.events + o.events
 
         if segments is not None:
             evt = segmented.sort_segments(self, queue, codec, k, None, segments,
@@ -226,7 +226,7 @@ class Sorter:
         idx_dtype, out_arr, o = self._index_output(queue, out, index_dtype, n, allocator)
         if out is not None:
             check_outputs([("out", o)], [(f"keys[{i}]", k) for i, k in enumerate(ops)])
-        wait = _events(wait_for) + o.events
+        wait = wait_list(wait_for) + o.events
         if n == 0:
             return out_arr, self._done(queue, None, wait + [e for k in ops for e in k.events], o)
         # the order is built in the output when it starts its buffer (the sorts' values), else
@@ -259,7 +259,7 @@ class Sorter:
         if values is None:
             values = []
         return permuted.sort_lex(self, queue, keys, values, descending=descending,
-                                 wait=_events(wait_for), allocator=allocator)
+                                 wait=wait_list(wait_for), allocator=allocator)
 
     def plan(self, device: cl.Device, dtype: DTypeLike, n: int,
              value_dtype: Optional[DTypeLike] = None) -> SortPolicy:
@@ -301,6 +301,16 @@ class Sorter:
         with self.planner.lock:
             self.planner.clear()
             self._programs.clear()
+
+    def new_result(self, queue, what, dtype, shape, allocator=None):
+        """A new result Array of a call on ``queue``: from ``allocator``, else from the queue's
+        memory pool (its block back in the pool when the Array is freed, for the queue's later
+        commands), else a Buffer of the context (an out-of-order queue has no pool)."""
+        if allocator is None:
+            pool = self._pools.allocator(queue)
+            if pool is not None:
+                return pooled_output(queue, what, dtype, shape, pool)
+        return new_output(queue, what, dtype, shape, allocator)
 
     def temporaries(self, queue, allocator=None):
         """The allocator of a call's temporaries on ``queue``: ``allocator``, else the Sorter's,
@@ -373,12 +383,6 @@ class Sorter:
             if op is not None:
                 attach_event(op.array, evt, op.events)
         return evt
-
-
-def _events(wait_for):
-    if wait_for is None:
-        return []
-    return [e for e in wait_for if e is not None]
 
 
 def _value_bytes(value_dtype):

@@ -24,13 +24,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..core.arguments import attach_event, refuse_pending_user_events
+from ..core.arguments import refuse_pending_user_events
 from ..core.keys import key_codec
 from ..drivers.permute import payload_dtype
-from .api import (Allocator, Events, _check_bool, _checked_input, _context, _contiguous,
-                  _result, _temp, _to_device, sorter_for)
+from .call import Allocator, Call, Events, check_bool, to_device
 from ..planning.families import families_for
-from .sorter import _events
 
 _A = TypeVar("_A")
 _INDEX = np.dtype(np.int64)
@@ -102,20 +100,20 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
     the messages."""
     what = {"unique": "ar", "run_lengths": "a"}.get(name, "x")   # the parameter's name
     if not isinstance(x, cl_array.Array):
-        dev = _to_device(x, queue, what)
+        dev = to_device(x, queue, what)
         got = _encode(dev, name, sort=sort, nan_distinct=nan_distinct, perm=perm,
                       counts=counts, starts=starts, allocator=allocator)
         return {k: v.get() for k, v in got.items()}
-    queue = _checked_input(x, queue, what)
+    call = Call(x, queue, wait_for, allocator, what)
+    queue = call.queue
     codec = key_codec(x.dtype)
-    ctx = _context(x)
-    sorter = sorter_for(ctx)
+    ctx = call.context
+    sorter = call.sorter
     n = int(x.size)
-    wait = _events(wait_for)
     out: Dict[str, Any] = {}
 
     def result(name, dtype, shape):
-        out[name] = _result(None, queue, dtype, shape, name, allocator, sorter)
+        out[name] = call.result(None, dtype, shape, name)
         return out[name]
 
     if n == 0:
@@ -124,42 +122,39 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
                                     ("inverse", perm, tuple(x.shape)), ("counts", counts, (0,))):
             if wanted:
                 result(name, _INDEX, shape)
-        evt = cl.enqueue_marker(queue, wait_for=(wait + list(x.events)) or None)
-        for arr in out.values():
-            attach_event(arr, evt)
+        call.done()
         return out
     counted = "runs" if name == "run_lengths" else "unique values"
     refuse_pending_user_events(
-        wait + list(x.events),
+        call.wait,
         f"{name} reads the number of {counted} back on the host to size its results, which "
         f"waits for those events: the call would not return until the event completes. "
         f"Complete it before the call (or make the call once it has completed)")
     pd = payload_dtype(n)
     order = None
     if sort:
-        keys = _temp(queue, "unique keys", x.dtype, (n,), allocator, sorter)
-        src, deps, _ = _contiguous(x, queue, "unique keys", allocator, sorter, wait)
-        evt = cl.enqueue_copy(queue, keys.base_data, src[0], byte_count=n * x.dtype.itemsize,
-                              src_offset=src[1] * x.dtype.itemsize, wait_for=deps)
-        attach_event(x, evt, list(x.events))
+        keys = call.temp("unique keys", x.dtype, (n,))
+        call.copy_in(x, "unique keys", keys)
         if perm:
-            order = _temp(queue, "unique positions", pd, (n,), allocator, sorter)
-            evt = families_for(ctx).iota(queue, order.base_data, 0, n, pd, [evt])
-            evt = sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n, values=order.base_data,
-                              value_dtype=pd, wait_for=[evt], allocator=allocator)
+            order = call.temp("unique positions", pd, (n,))
+            call.then(families_for(ctx).iota(queue, order.base_data, 0, n, pd, call.wait))
+            call.then(sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n,
+                                  values=order.base_data, value_dtype=pd, wait_for=call.wait,
+                                  allocator=allocator))
         else:
-            evt = sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n, wait_for=[evt],
-                              allocator=allocator)
-        key_at, deps = (keys.base_data, 0), [evt]
+            call.then(sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n,
+                                  wait_for=call.wait, allocator=allocator))
+        key_at = (keys.base_data, 0)
     else:
-        key_at, deps, _ = _contiguous(x, queue, "run keys", allocator, sorter, wait)
-    call = families_for(ctx).runs(queue, codec, n, _INDEX, pd if perm else None, starts, counts,
-                                  nan_distinct)
-    table = sorter.temporaries(queue, allocator)(call.table_bytes)
-    evt = call.count(queue, key_at, table, deps)
+        flat = call.flat_in(x, "run keys")
+        key_at = (flat.base_data, flat.offset // x.dtype.itemsize)
+    prepared = families_for(ctx).runs(queue, codec, n, _INDEX, pd if perm else None, starts,
+                                      counts, nan_distinct)
+    table = sorter.temporaries(queue, allocator)(prepared.table_bytes)
+    evt = call.then(prepared.count(queue, key_at, table, call.wait))
     # the one wait on the host: the number of runs is the results' length. The per-block counts
     # are read as soon as they are counted; the inverse (of x's shape) is made meanwhile.
-    per_block = np.empty(call.blocks, call.table_dtype)
+    per_block = np.empty(prepared.blocks, prepared.table_dtype)
     read = cl.enqueue_copy(queue, per_block, table, wait_for=[evt], is_blocking=False)
     inverse = result("inverse", _INDEX, tuple(x.shape)) if perm else None
     read.wait()
@@ -171,12 +166,9 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
 
     def at(arr):
         return None if arr is None else (arr.base_data, 0)
-    evt = call.write(queue, key_at, table, m, at(values), at(first), at(lengths), at(order),
-                     at(index), at(inverse), [evt])
-    if not sort:
-        attach_event(x, evt, list(x.events))
-    for arr in out.values():
-        attach_event(arr, evt)
+    call.then(prepared.write(queue, key_at, table, m, at(values), at(first), at(lengths),
+                             at(order), at(index), at(inverse), call.wait))
+    call.done()
     return out
 
 
@@ -200,7 +192,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     if axis is not None:
         raise NotImplementedError(f"unique(axis={axis!r}): unique sub-arrays along an axis are "
                                   f"not supported; clradix's unique flattens (axis=None)")
-    flags = [_check_bool(v, name) for v, name in (
+    flags = [check_bool(v, name) for v, name in (
         (return_index, "return_index"), (return_inverse, "return_inverse"),
         (return_counts, "return_counts"), (equal_nan, "equal_nan"), (sorted, "sorted"))]
     want_index, want_inverse, want_counts, equal_nan_b, _ = flags
@@ -274,7 +266,7 @@ def run_lengths(a: Any, /, *, equal_nan: bool = True, allocator: Optional[Alloca
     and count. Keys are equal in the sort's order (-0.0 == +0.0; every NaN equal unless
     ``equal_nan=False``). Nothing is sorted here; the number of runs is read back to size the
     results (the call's one wait on the host). Arguments: as for :func:`unique`."""
-    equal = _check_bool(equal_nan, "equal_nan")
+    equal = check_bool(equal_nan, "equal_nan")
     got = _encode(a, "run_lengths", sort=False, nan_distinct=not equal, perm=False,
                   counts=True, starts=True,
                   allocator=allocator, queue=queue, wait_for=wait_for)
