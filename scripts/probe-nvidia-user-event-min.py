@@ -37,8 +37,8 @@ VARIANTS = {
 for name, body in VARIANTS.items():
     try:
         p = subprocess.run([sys.executable, "-c", HEAD + body], capture_output=True, text=True,
-                           timeout=40)
+                           timeout=12)
         print(f"== {name}: rc {p.returncode}")
         print(textwrap.indent((p.stdout + p.stderr)[-600:], "   "))
     except subprocess.TimeoutExpired:
-        print(f"== {name}: no end in 40 s")
+        print(f"== {name}: no end in 12 s")
