@@ -26,7 +26,22 @@ CPU = {
     'partition (n/2)': (6, 6, 6),
     'quantile (3 q)': (5, 5, 5),
 }
-BUDGET = {"pocl-cpu": CPU, "intel-cpu": CPU}
+# NVIDIA H200 (driver 580.159.04): the one-launch sorts, the fused top-k passes
+NVIDIA = {
+    'sort': (2, 3, 3),
+    'argsort': (1, 2, 3),
+    'Sorter.sort with values': (1, 2, 2),
+    'topk k=10': (1, 3, 3),
+    'searchsorted (n/16 values)': (1, 1, 1),
+    'unique': (5, 6, 6),
+    'unique_counts': (5, 6, 6),
+    'unique_inverse': (6, 7, 7),
+    'run_lengths': (3, 3, 3),
+    'median': (6, 6, 6),
+    'partition (n/2)': (8, 8, 8),
+    'quantile (3 q)': (7, 7, 7),
+}
+BUDGET = {"pocl-cpu": CPU, "intel-cpu": CPU, "nvidia-gpu": NVIDIA}
 
 
 @pytest.mark.parametrize("n", BUDGET_SIZES, ids=lambda n: f"2^{n.bit_length() - 1}")
