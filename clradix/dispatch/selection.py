@@ -56,7 +56,6 @@ from numpy.typing import DTypeLike
 from ..core.arguments import check_outputs
 from ..core.keys import key_codec
 from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE, SelectOperands
-from ..planning.families import families_for
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
 from .api import argsort, sort
 from .call import (Allocator, Call, Events, Layout, host_result, index_dtype_for,
