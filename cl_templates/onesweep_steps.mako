@@ -82,6 +82,13 @@ ${loop(False)}
     RADIX = 1 << radix_bits
     unroll = "    #pragma unroll" if backend == "ptx" else ""
 %>\
+/* The ranking's local memory, but for the subgroup counters (NW x RADIX words), which a digit
+   pass's staging area overlays (TileStorage) and os_small keeps apart (SmallStorage). */
+typedef struct {
+    uint digits[RADIX];   /* the tile's digit counts, then (scan_digits) their first places */
+    uint scan[WG];        /* scan_digits' scratch */
+    uint sg[${wg if backend == "local" else 1}];  /* sg_match's scratch (the local back-end's) */
+} RankStorage;
 <%def name="load_loop(canon)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
@@ -105,16 +112,17 @@ ${by_exactness(load_loop)}
    by the caller); a key's rank among its subgroup's keys of its digit, in (round, lane) order,
    joins its digit: dig[i] |= rank << 16. No barrier: the caller's next barrier ends it. */
 static inline void rank_in_subgroups(__private uint dig[IPT], __local uint* lcount,
-                                     __local uint* lsg, uint w, uint lane)
+                                     __local RankStorage* r, uint w, uint lane)
 {
+    __local uint* lsg = r->sg;
 ${common.rank_rounds(backend, unroll)}
 }
 
 /* Rank 2, across subgroups (after a barrier): for each of this work-item's digits, the
    subgroups' counts become their exclusive sum over subgroups (subgroup w's first rank within
-   the digit) and the tile's count goes to cnt[q] and to ldigits[d] */
+   the digit) and the tile's count goes to cnt[q] and to r->digits[d] */
 static inline void sum_subgroups(__private uint cnt[DPI], __local uint* lcount,
-                                 __local uint* ldigits, uint lid)
+                                 __local RankStorage* r, uint lid)
 {
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
         uint run = 0;
@@ -124,30 +132,30 @@ static inline void sum_subgroups(__private uint cnt[DPI], __local uint* lcount,
             run += c;
         }
         cnt[q] = run;
-        ldigits[d] = run;
+        r->digits[d] = run;
     }
 }
 
-/* Rank 3: ldigits (the tile's counts) becomes each digit's first place in the tile. Ends with a
-   barrier: every work-item then reads every digit's place. */
-static inline void scan_digits(__local uint* ldigits, __local uint* lscan, uint lid)
+/* Rank 3: r->digits (the tile's counts) becomes each digit's first place in the tile. Ends with
+   a barrier: every work-item then reads every digit's place. */
+static inline void scan_digits(__local RankStorage* r, uint lid)
 {
 % if RADIX > wg:
     barrier(CLK_LOCAL_MEM_FENCE);   /* the rake's runs are not the digits this work-item summed */
 % endif
-    rake_scan_digits(ldigits, ldigits, RADIX, lscan, lid);
+    rake_scan_digits(r->digits, r->digits, RADIX, r->scan, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
 /* Rank 4: dest[i], key k[i]'s place in the tile: its digit's first place, its subgroup's first
    rank within the digit, its rank within the subgroup */
 static inline void places(__private uint dest[IPT], __private const uint dig[IPT],
-                          __local const uint* lcount, __local const uint* ldigits, uint w)
+                          __local const uint* lcount, __local const RankStorage* r, uint w)
 {
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
         const uint d = dig[i] & 0xffffu;
-        dest[i] = ldigits[d] + lcount[w * RADIX + d] + (dig[i] >> 16);
+        dest[i] = r->digits[d] + lcount[w * RADIX + d] + (dig[i] >> 16);
     }
 }
 </%def>
@@ -225,10 +233,12 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
 }
 </%def>
 
-## The look-back and the other steps of a digit pass's tile (os_pass, os_fused).
-<%def name="pass_fns()">
+## The look-back and the other steps of a digit pass's tile (os_pass, os_fused; `fused`: os_fused,
+## whose histogram work-groups count and scan in the tile's staging area).
+<%def name="pass_fns(fused=False)">
 <%
     RADIX = 1 << radix_bits
+    MAXP = -(-key_bits // radix_bits)
     unroll = "    #pragma unroll" if backend == "ptx" else ""
     assert lookback + 1 <= ring, "the ring must outrun the look-back"
     assert ring_words == ring * (RADIX + 1) + 1, "a ring: status words, done words, a counter"
@@ -262,6 +272,32 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
    last histogram work-group */
 #define FLAG_WORDS 3
 ${common.wg_any_fn()}
+
+/* The local memory of a digit pass's tile (pass_tile), declared once by the kernel (OpenCL
+   declares __local variables at kernel scope). The staging area holds in turn: the subgroup
+   counters (consumed by places(), before the keys are placed), the tile's keys in digit order
+   (read by scatter_keys before scatter_values' barrier lets the values overwrite them), its
+   values; os_fused's histogram work-groups count and scan there before any tile. Its size is
+   the host's (SortPolicy.stage_bytes, which the policy budgets), or the counters' if larger. */
+typedef struct {
+    union {
+        ulong2 raw[${(max(stage_bytes, wg // sg_size * RADIX * 4) + 15) // 16}];
+        uint count[NW * RADIX];   /* the subgroup counters */
+        KEY_T keys[TILE];
+% if value_t:
+        VALUE_T vals[TILE];
+% endif
+% if fused:
+        uint hist[${MAXP} * RADIX];   /* os_fused: every pass's digit counts (count_all_digits) */
+        INDEX_T scan[WG];         /* os_fused: the digit starts' scan */
+% endif
+    } stage;
+    INDEX_T base[RADIX];   /* where a digit's keys of the tile go, less its first place */
+    RankStorage rank;
+    uint fb[RADIX];        /* a predecessor's digit counts (fallback) */
+    uint tile;             /* the tile id, from the kernel's one work-item to all */
+    uint flags[FLAG_WORDS];
+} TileStorage;
 
 static inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
 
@@ -530,7 +566,7 @@ ${unroll}
 % endif
 
 /* One tile of a digit pass, as named phases; every work-item calls it, with the tile id in
-   *ltile (written before the call by one work-item). keys and vals point at the portion's first
+   s->tile (written before the call by one work-item). keys and vals point at the portion's first
    element; status and done are the pass's ring; bins_in holds the pass's digit starts; exact:
    no key is -0.0 or NaN (load_keys).
    Barriers: 7 (3 of them in the digit scan), 2 more with values; the slow look-back has its
@@ -544,26 +580,25 @@ static inline void pass_tile(
         uint portion_len, uint shift, uint digit_mask, KEY_T flip, uint exact,
         __global volatile uint* status, __global volatile uint* done,
         __global const INDEX_T* bins_in, __global INDEX_T* bins_out,
-        __local const uint* ltile, __local ulong2* lraw, __local uint* lcount,
-        __local uint* ldigits, __local INDEX_T* lbase, __local uint* lscan, __local uint* lsg,
-        __local uint* lfb, __local uint* lflags)
+        __local TileStorage* s)
 {
     const uint lid = get_local_id(0);
     const uint lane = sg_lane();
     const uint w = sg_id();
-    __local KEY_T* lkeys = (__local KEY_T*)lraw;
+    __local uint* lcount = s->stage.count;
+    __local uint* ldigits = s->rank.digits;
 
     /* begin: zero the subgroup counters and the slow-path flag; the pass's digit starts are
        needed only after the look-back but loaded now */
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
     if (lid == 0)
-        lflags[1] = 0;
+        s->flags[1] = 0;
     INDEX_T bin[DPI];
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q)
         bin[q] = bins_in[d];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint t = *ltile;
+    const uint t = s->tile;
     const uint base = t * TILE;
     const uint valid = min((uint)TILE, portion_len - base);
     const uint last = base + valid == portion_len;
@@ -574,27 +609,27 @@ static inline void pass_tile(
     KEY_T k[IPT];
     uint dig[IPT];
     load_keys(k, dig, keys + base, valid, shift, digit_mask, flip, exact, w, lane);
-    rank_in_subgroups(dig, lcount, lsg, w, lane);
+    rank_in_subgroups(dig, lcount, &s->rank, w, lane);
     claim_slot(t, done, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     /* the tile's counts go out (less the padding, all of it of PAD_DIGIT), then its digits'
        places in the tile */
     uint cnt[DPI];
-    sum_subgroups(cnt, lcount, ldigits, lid);
+    sum_subgroups(cnt, lcount, &s->rank, lid);
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
         if (d == PAD_DIGIT)
             cnt[q] -= TILE - valid;
         status_store(&slot[d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | cnt[q]);
     }
-    scan_digits(ldigits, lscan, lid);
+    scan_digits(&s->rank, lid);
     uint dest[IPT];
-    places(dest, dig, lcount, ldigits, w);
+    places(dest, dig, lcount, &s->rank, w);
     barrier(CLK_LOCAL_MEM_FENCE);   /* the staging area overlays the subgroup counters */
 ${unroll}
     for (uint i = 0; i < IPT; ++i)
         if (dest[i] < valid)
-            lkeys[dest[i]] = k[i];
+            s->stage.keys[dest[i]] = k[i];
 
     /* look-back, each digit by its own work-item; a digit that gives up raises the flag that
        sends the whole work-group down the slow path */
@@ -603,21 +638,21 @@ ${unroll}
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
         pre[q] = look_back_digit(status, t, d);
         if (pre[q])
-            finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits, lbase,
+            finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits, s->base,
                          bins_out);
         else
             gave_up |= 1u << q;
     }
     if (gave_up)
-        atomic_or(&lflags[1], 1u);
+        atomic_or(&s->flags[1], 1u);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lflags[1]) {
-        look_back_slow(pre, status, t, keys, portion_len, shift, digit_mask, flip, lfb, lflags,
-                       lid);
+    if (s->flags[1]) {
+        look_back_slow(pre, status, t, keys, portion_len, shift, digit_mask, flip, s->fb,
+                       s->flags, lid);
         for (uint q = 0, d = lid; d < RADIX; d += WG, ++q)
             if (gave_up & (1u << q))
-                finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits, lbase,
-                             bins_out);
+                finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits,
+                             s->base, bins_out);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     /* this tile is done with the ring: done words only grow (atomic_max), whatever the order of
@@ -626,31 +661,11 @@ ${unroll}
         atomic_max(&done[t % RING], t + 1);
 
     uint dj[IPT];
-    scatter_keys(dj, lkeys, keys_out, write_keys, valid, shift, digit_mask, flip, exact, lbase,
-                 lid);
+    scatter_keys(dj, s->stage.keys, keys_out, write_keys, valid, shift, digit_mask, flip, exact,
+                 s->base, lid);
 % if value_t:
     scatter_values(dest, dj, vals + base, vals_out, vals_iota, portion_start + base, valid,
-                   (__local VALUE_T*)lraw, lbase, w, lane, lid);
+                   s->stage.vals, s->base, w, lane, lid);
 % endif
 }
-</%def>
-
-## The local memory of pass_tile, declared in the kernel (OpenCL declares __local variables
-## at kernel scope): the staging area (a tile of keys, then of values; os_fused also counts and
-## scans in it) overlays the subgroup counters, which are consumed before the keys are placed.
-<%def name="tile_locals()">
-<%
-    RADIX = 1 << radix_bits
-    NW = wg // sg_size
-    raw = max(stage_bytes, NW * RADIX * 4)
-%>\
-    __local ulong2 lraw[${(raw + 15) // 16}];
-    __local uint* lcount = (__local uint*)lraw;   /* the subgroup counters */
-    __local uint ldigits[RADIX];
-    __local INDEX_T lbase[RADIX];
-    __local uint lscan[WG];
-    __local uint lsg[${wg if backend == "local" else 1}];
-    __local uint lfb[RADIX];
-    __local uint ltile;
-    __local uint lflags[FLAG_WORDS];
 </%def>

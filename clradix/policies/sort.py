@@ -103,7 +103,7 @@ class SortPolicy:
         if self.algorithm == "single_wg":
             sub = 1 << min(self.radix_bits, 4)
             return self.tile * (key_bytes + 2) + sub * self.wg_size * 4 + self.wg_size * 4
-        if self.algorithm == "onesweep":   # onesweep_steps.mako, tile_locals
+        if self.algorithm == "onesweep":   # onesweep_steps.mako, TileStorage
             stage = self.stage_bytes(key_bytes, index_bytes, value_bytes)  # keys, then values
             return (-(-max(stage, counters) // 16) * 16           # staging over the counters
                     + self.wg_size * 8                             # scan + match scratch
