@@ -4,23 +4,15 @@
 ## ...) from the render's context. C comments, not Mako ones, carry what a build log's reader
 ## needs.
 <%namespace name="common" file="common.mako"/>
+<%namespace name="rank" file="tile_rank.mako"/>
 
-## Pragmas, the keys' and the tile's constants, the subgroup primitives and the cross-group
-## accesses: the head of every onesweep program.
+## The head of every onesweep program: tile_rank.mako's (pragmas, the keys' and the tile's
+## constants, the subgroup primitives), then the cross-group accesses and the digits' scan.
 <%def name="prelude()">
-<%
-    RADIX = 1 << radix_bits
-    assert wg % sg_size == 0 and sg_size <= 32
-    assert wg * ipt < 1 << 16, "a key's rank shares a 32-bit word with its digit"
-%>\
-${common.subgroup_pragmas(backend, index_t)}
-${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, wg, ipt,
-                      value_t)}
-#define SG ${sg_size}
-#define NW ${wg // sg_size}
+<% RADIX = 1 << radix_bits %>\
+${rank.prelude(radix_bits, radix_bits)}
 /* digits per work-item: work-item lid owns digits lid, lid + WG, ... */
 #define DPI ${-(-RADIX // wg)}
-${common.sg_attr_define(backend)}
 /* the work-group size the kernels are built for: stated, except under a register cap, which
    NVIDIA's compiler ignores on a kernel that states it (drivers/onesweep.py, capped_registers) */
 #define WG_ATTR ${"__attribute__((reqd_work_group_size(WG, 1, 1)))" if reqd_wg else ""}
@@ -29,14 +21,7 @@ ${common.sg_attr_define(backend)}
    the padding ranks after every key of the tile and its places are the tile's last ones */
 #define PAD_DIGIT (RADIX - 1u)
 
-${common.sg_primitives(backend, sg_size, wg, radix_bits)}
-${common.counter_fns(index_t)}
 ${common.cross_group_fns(ptx, c11)}
-% if backend == "ptx":
-${common.wg_scan_warp_fn("wg_scan_uint", wg)}
-% else:
-${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
-% endif
 /* exclusive scan of the tile's digit counts, in place (digit-major: one run of digits a
    work-item) */
 ${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}

@@ -6,29 +6,15 @@
 ## and emits ${tile.prelude()} (pragmas, the sort prelude, the subgroup primitives, counters and
 ## scans), then its own #defines, then ${tile.tile_fns()} (place, load_slots, reload_slots).
 <%namespace name="common" file="common.mako"/>
+<%namespace name="rank" file="tile_rank.mako"/>
 
-## The head of the program: pragmas, the keys' and tile's #defines (RADIX 256), SG, NW, STEP,
-## SG_ATTR, the subgroup primitives, the index counters, the work-group scans and
-## rake_scan_counts, wg_any and (ptx) the 8-bit ballot match.
+## The head of the program: tile_rank.mako's (pragmas, the keys' and tile's #defines with RADIX
+## 256, SG, NW, SG_ATTR, the subgroup primitives over 9-bit digits (RADIX for padding), the index
+## counters, wg_scan_uint), then STEP, the index scan and rake_scan_counts, wg_any and (ptx) the
+## 8-bit ballot match. Tile positions are kept in ushort (tile_rank.mako's assert: under 65536).
 <%def name="prelude()">
-<%
-    assert wg % sg_size == 0 and sg_size <= 32
-    assert wg * ipt < 65536, "tile positions are kept in ushort and ranks share a word with digits"
-%>\
-${common.subgroup_pragmas(backend, index_t)}
-${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, 8, wg, ipt, value_t)}
-#define SG ${sg_size}
-#define NW ${wg // sg_size}
+${rank.prelude(8, 9)}
 ${common.step_define()}
-${common.sg_attr_define(backend)}
-
-${common.sg_primitives(backend, sg_size, wg, 9)}
-${common.counter_fns(index_t)}
-% if backend == "ptx":
-${common.wg_scan_warp_fn("wg_scan_uint", wg)}
-% else:
-${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
-% endif
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
 /* (the subgroup counters lcount[w * RADIX + d] are scanned digit-major: entry x is digit x / NW
    of subgroup x % NW) */
