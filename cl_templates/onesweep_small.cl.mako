@@ -13,7 +13,8 @@ ${steps.prelude()}
 ${steps.ranking_fns()}
 
 /* os_small's local memory: the tile's keys stay in local memory from one digit to the next, so
-   the subgroup counters are apart from them (TileStorage overlays them) */
+   the subgroup counters are apart from them (TileStorage overlays them); RankStorage:
+   tile_rank.mako */
 typedef struct {
     KEY_T keys[TILE];          /* the tile, in the order of the digits ranked so far */
     uint count[NW * RADIX];    /* the subgroup counters */
@@ -73,7 +74,7 @@ ${unroll}
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cnt[DPI];
         sum_subgroups(cnt, lcount, &s.rank, lid);
-        scan_digits(&s.rank, lid);
+        scan_digits(lcount, &s.rank, lid);
         uint dest[IPT];
         places(dest, dig, lcount, &s.rank, w);
 ${unroll}

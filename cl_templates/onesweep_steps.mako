@@ -7,7 +7,7 @@
 <%namespace name="rank" file="tile_rank.mako"/>
 
 ## The head of every onesweep program: tile_rank.mako's (pragmas, the keys' and the tile's
-## constants, the subgroup primitives), then the cross-group accesses and the digits' scan.
+## constants, the subgroup primitives), then the cross-group accesses.
 <%def name="prelude()">
 <% RADIX = 1 << radix_bits %>\
 ${rank.prelude(radix_bits, radix_bits)}
@@ -22,9 +22,6 @@ ${rank.prelude(radix_bits, radix_bits)}
 #define PAD_DIGIT (RADIX - 1u)
 
 ${common.cross_group_fns(ptx, c11)}
-/* exclusive scan of the tile's digit counts, in place (digit-major: one run of digits a
-   work-item) */
-${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}
 </%def>
 
 ## The form a tile holds a key in, from its load (tile_key) to its write (key_of_tile), in the
@@ -61,19 +58,14 @@ ${loop(False)}
 </%def>
 
 ## The ranking of a tile, shared by os_pass, os_fused and os_small: keys in registers
-## (KEY_T k[IPT], lane-striped by subgroup), each key's digit in dig[] (PAD_DIGIT for padding).
+## (KEY_T k[IPT], lane-striped by subgroup), each key's digit in dig[] (PAD_DIGIT for padding),
+## ranked by tile_rank.mako's block rank.
 <%def name="ranking_fns()">
 <%
     RADIX = 1 << radix_bits
     unroll = "    #pragma unroll" if backend == "ptx" else ""
 %>\
-/* The ranking's local memory, but for the subgroup counters (NW x RADIX words), which a digit
-   pass's staging area overlays (TileStorage) and os_small keeps apart (SmallStorage). */
-typedef struct {
-    uint digits[RADIX];   /* the tile's digit counts, then (scan_digits) their first places */
-    uint scan[WG];        /* scan_digits' scratch */
-    uint sg[${wg if backend == "local" else 1}];  /* sg_match's scratch (the local back-end's) */
-} RankStorage;
+${rank.rank_fns(radix_bits, False)}
 <%def name="load_loop(canon)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
@@ -91,57 +83,6 @@ static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
                              uint digit_mask, KEY_T flip, uint exact, uint w, uint lane)
 {
 ${by_exactness(load_loop)}
-}
-
-/* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (zeroed
-   by the caller); a key's rank among its subgroup's keys of its digit, in (round, lane) order,
-   joins its digit: dig[i] |= rank << 16. No barrier: the caller's next barrier ends it. */
-static inline void rank_in_subgroups(__private uint dig[IPT], __local uint* lcount,
-                                     __local RankStorage* r, uint w, uint lane)
-{
-    __local uint* lsg = r->sg;
-${common.rank_rounds(backend, unroll)}
-}
-
-/* Rank 2, across subgroups (after a barrier): for each of this work-item's digits, the
-   subgroups' counts become their exclusive sum over subgroups (subgroup w's first rank within
-   the digit) and the tile's count goes to cnt[q] and to r->digits[d] */
-static inline void sum_subgroups(__private uint cnt[DPI], __local uint* lcount,
-                                 __local RankStorage* r, uint lid)
-{
-    for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
-        uint run = 0;
-        for (uint w = 0; w < NW; ++w) {
-            const uint c = lcount[w * RADIX + d];
-            lcount[w * RADIX + d] = run;
-            run += c;
-        }
-        cnt[q] = run;
-        r->digits[d] = run;
-    }
-}
-
-/* Rank 3: r->digits (the tile's counts) becomes each digit's first place in the tile. Ends with
-   a barrier: every work-item then reads every digit's place. */
-static inline void scan_digits(__local RankStorage* r, uint lid)
-{
-% if RADIX > wg:
-    barrier(CLK_LOCAL_MEM_FENCE);   /* the rake's runs are not the digits this work-item summed */
-% endif
-    rake_scan_digits(r->digits, r->digits, RADIX, r->scan, lid);
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
-
-/* Rank 4: dest[i], key k[i]'s place in the tile: its digit's first place, its subgroup's first
-   rank within the digit, its rank within the subgroup */
-static inline void places(__private uint dest[IPT], __private const uint dig[IPT],
-                          __local const uint* lcount, __local const RankStorage* r, uint w)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint d = dig[i] & 0xffffu;
-        dest[i] = r->digits[d] + lcount[w * RADIX + d] + (dig[i] >> 16);
-    }
 }
 </%def>
 
@@ -607,7 +548,7 @@ static inline void pass_tile(
             cnt[q] -= TILE - valid;
         status_store(&slot[d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | cnt[q]);
     }
-    scan_digits(&s->rank, lid);
+    scan_digits(lcount, &s->rank, lid);
     uint dest[IPT];
     places(dest, dig, lcount, &s->rank, w);
     barrier(CLK_LOCAL_MEM_FENCE);   /* the staging area overlays the subgroup counters */
