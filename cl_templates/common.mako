@@ -358,8 +358,8 @@ static inline uint ${name}(uint d${", __local uint* scratch" if scratch else ""}
 }
 </%def>
 
-## The ranking of a tile's items by digit inside their subgroups (onesweep's rank_keys, segmented's
-## place): one round per item i, the lanes holding the same digit dig[i] (sg_match: its peers)
+## The ranking of a tile's items by digit inside their subgroups (tile_rank.mako's
+## rank_in_subgroups, the block rank's first step): one round per item i, the lanes holding the same digit dig[i] (sg_match: its peers)
 ## ranked in lane order after the subgroup's count so far of that digit, lcount[w * RADIX + d],
 ## which grows by the peers; the rank shares the digit's register (dig[i] |= rank << 16). RADIX is
 ## padding: it matches only padding and is never counted. C names it uses: dig, lcount, lsg, w,

@@ -62,7 +62,7 @@ void os_pass(${common.stream_params(value_t, 13) | trim}
              INDEX_T portion_start, uint portion_len, uint shift, uint digit_mask, KEY_T flip,
              uint write_keys)
 {
-${steps.tile_locals()}
+    __local TileStorage s;
     __global volatile uint* status = rings + ring * RING_WORDS;
     __global volatile uint* done = status + RING * RADIX;  /* done[t % RING] = t + 1 */
     __global volatile uint* counters = done + RING;        /* [0] tile ids */
@@ -70,16 +70,14 @@ ${steps.tile_locals()}
     clear_ring((__global uint*)(rings + (ring ^ 1u) * RING_WORDS), clear_slots,
                get_group_id(0), get_num_groups(0));
     if (get_local_id(0) == 0)
-        ltile = atomic_inc(&counters[0]);
+        s.tile = atomic_inc(&counters[0]);
     pass_tile(keys_in + keys_in_off + portion_start, keys_out + keys_out_off, write_keys,
 % if value_t:
               vals_in + vals_in_off + portion_start, vals_out + vals_out_off, vals_iota,
               portion_start,
 % endif
               portion_len, shift, digit_mask, flip, !KEY_SPECIALS || hist[specials_at] == 0,
-              status, done, bins_in + bins_off,
-              bins_out + bins_off, &ltile, lraw, lcount, ldigits, lbase, lscan, lsg, lfb,
-              lflags);
+              status, done, bins_in + bins_off, bins_out + bins_off, &s);
 }
 %   if value_t in ("uint", "ulong"):
 

@@ -20,7 +20,7 @@
 ${steps.prelude()}
 ${steps.ranking_fns()}
 ${steps.histogram_fns()}
-${steps.pass_fns()}
+${steps.pass_fns(fused=True)}
 
 /* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts, and the count of
    -0.0 and NaN keys that count_all_digits also makes, which the tiles here leave unread: they
@@ -45,7 +45,7 @@ void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
               uint n, uint begin_bit, uint end_bit, KEY_T flip, uint last_writes_keys,
               uint hist_groups, uint tiles, uint clear_slots)
 {
-${steps.tile_locals()}
+    __local TileStorage s;
     __local uint lvid;
     const uint lid = get_local_id(0);
     const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
@@ -59,15 +59,15 @@ ${steps.tile_locals()}
         for (uint p = 0; p < passes; ++p)
             clear_ring((__global uint*)(rings + p * RING_WORDS), clear_slots, v, hist_groups);
         count_all_digits(keys_src, keys_src_off, n, hist, begin_bit, end_bit, flip,
-                         (__local uint*)lraw, v, hist_groups, lid);
+                         s.stage.hist, v, hist_groups, lid);
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         if (lid == 0)
-            lflags[2] = arrive(&work[1]) == hist_groups - 1;
+            s.flags[2] = arrive(&work[1]) == hist_groups - 1;
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (lflags[2]) {   /* the last histogram work-group: every pass's digit starts */
+        if (s.flags[2]) {   /* the last histogram work-group: every pass's digit starts */
             for (uint p = 0; p < passes; ++p)
                 rake_scan_index(hist + p * RADIX, bins + p * RADIX, RADIX,
-                                (__local INDEX_T*)lraw, lid);
+                                s.stage.scan, lid);
             barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
             if (lid == 0)
                 arrive(&work[2]);
@@ -80,7 +80,7 @@ ${steps.tile_locals()}
         if (lid == 0) {
             while (load_acquire(&work[2 + p]) < (p == 0 ? 1u : tiles))
                 ;
-            ltile = u - p * tiles;
+            s.tile = u - p * tiles;
         }
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         const uint shift = begin_bit + p * ${radix_bits};
@@ -99,9 +99,7 @@ ${steps.tile_locals()}
                   vals_in, vals_out, p == 0 && vals_iota, 0,
 % endif
                   n, shift, digit_mask, flip, 0, status, status + RING * RADIX,
-                  bins + p * RADIX,
-                  (__global INDEX_T*)0, &ltile, lraw, lcount, ldigits, lbase, lscan, lsg, lfb,
-                  lflags);
+                  bins + p * RADIX, (__global INDEX_T*)0, &s);
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         if (lid == 0)
             arrive(&work[3 + p]);

@@ -12,19 +12,28 @@
 ${steps.prelude()}
 ${steps.ranking_fns()}
 
+/* os_small's local memory: the tile's keys stay in local memory from one digit to the next, so
+   the subgroup counters are apart from them (TileStorage overlays them); RankStorage:
+   tile_rank.mako */
+typedef struct {
+    KEY_T keys[TILE];          /* the tile, in the order of the digits ranked so far */
+    uint count[NW * RADIX];    /* the subgroup counters */
+    RankStorage rank;
+% if value_t:
+    ushort perm[TILE];         /* each key's source position */
+% endif
+} SmallStorage;
+
 __kernel WG_ATTR SG_ATTR
 void os_small(${common.stream_params(value_t, 14, restrict=False) | trim}
               uint n, uint begin_bit, uint end_bit, KEY_T flip, uint write_keys)
 {
-    __local ulong2 lraw[${(wg * ipt * (key_bits // 8) + 15) // 16}];
+    __local SmallStorage s;
+    __local KEY_T* lkeys = s.keys;
+    __local uint* lcount = s.count;
 % if value_t:
-    __local ushort lperm[TILE];
+    __local ushort* lperm = s.perm;
 % endif
-    __local uint lcount[NW * RADIX];
-    __local uint ldigits[RADIX];
-    __local uint lscan[WG];
-    __local uint lsg[${wg if backend == "local" else 1}];
-    __local KEY_T* lkeys = (__local KEY_T*)lraw;
     const uint lid = get_local_id(0);
     const uint lane = sg_lane();
     const uint w = sg_id();
@@ -61,13 +70,13 @@ ${unroll}
         for (uint e = lid; e < NW * RADIX; e += WG)
             lcount[e] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
-        rank_in_subgroups(dig, lcount, lsg, w, lane);
+        rank_in_subgroups(dig, lcount, &s.rank, w, lane);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cnt[DPI];
-        sum_subgroups(cnt, lcount, ldigits, lid);
-        scan_digits(ldigits, lscan, lid);
+        sum_subgroups(cnt, lcount, &s.rank, lid);
+        scan_digits(lcount, &s.rank, lid);
         uint dest[IPT];
-        places(dest, dig, lcount, ldigits, w);
+        places(dest, dig, lcount, &s.rank, w);
 ${unroll}
         for (uint i = 0; i < IPT; ++i) {
             if (dest[i] < n) {

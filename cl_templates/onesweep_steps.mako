@@ -4,23 +4,15 @@
 ## ...) from the render's context. C comments, not Mako ones, carry what a build log's reader
 ## needs.
 <%namespace name="common" file="common.mako"/>
+<%namespace name="rank" file="tile_rank.mako"/>
 
-## Pragmas, the keys' and the tile's constants, the subgroup primitives and the cross-group
-## accesses: the head of every onesweep program.
+## The head of every onesweep program: tile_rank.mako's (pragmas, the keys' and the tile's
+## constants, the subgroup primitives), then the cross-group accesses.
 <%def name="prelude()">
-<%
-    RADIX = 1 << radix_bits
-    assert wg % sg_size == 0 and sg_size <= 32
-    assert wg * ipt < 1 << 16, "a key's rank shares a 32-bit word with its digit"
-%>\
-${common.subgroup_pragmas(backend, index_t)}
-${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, radix_bits, wg, ipt,
-                      value_t)}
-#define SG ${sg_size}
-#define NW ${wg // sg_size}
+<% RADIX = 1 << radix_bits %>\
+${rank.prelude(radix_bits, radix_bits)}
 /* digits per work-item: work-item lid owns digits lid, lid + WG, ... */
 #define DPI ${-(-RADIX // wg)}
-${common.sg_attr_define(backend)}
 /* the work-group size the kernels are built for: stated, except under a register cap, which
    NVIDIA's compiler ignores on a kernel that states it (drivers/onesweep.py, capped_registers) */
 #define WG_ATTR ${"__attribute__((reqd_work_group_size(WG, 1, 1)))" if reqd_wg else ""}
@@ -29,17 +21,7 @@ ${common.sg_attr_define(backend)}
    the padding ranks after every key of the tile and its places are the tile's last ones */
 #define PAD_DIGIT (RADIX - 1u)
 
-${common.sg_primitives(backend, sg_size, wg, radix_bits)}
-${common.counter_fns(index_t)}
 ${common.cross_group_fns(ptx, c11)}
-% if backend == "ptx":
-${common.wg_scan_warp_fn("wg_scan_uint", wg)}
-% else:
-${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
-% endif
-/* exclusive scan of the tile's digit counts, in place (digit-major: one run of digits a
-   work-item) */
-${common.rake_scan_fn("rake_scan_digits", "uint", "__local", "wg_scan_uint")}
 </%def>
 
 ## The form a tile holds a key in, from its load (tile_key) to its write (key_of_tile), in the
@@ -76,12 +58,14 @@ ${loop(False)}
 </%def>
 
 ## The ranking of a tile, shared by os_pass, os_fused and os_small: keys in registers
-## (KEY_T k[IPT], lane-striped by subgroup), each key's digit in dig[] (PAD_DIGIT for padding).
+## (KEY_T k[IPT], lane-striped by subgroup), each key's digit in dig[] (PAD_DIGIT for padding),
+## ranked by tile_rank.mako's block rank.
 <%def name="ranking_fns()">
 <%
     RADIX = 1 << radix_bits
     unroll = "    #pragma unroll" if backend == "ptx" else ""
 %>\
+${rank.rank_fns(radix_bits, False)}
 <%def name="load_loop(canon)">
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
@@ -99,78 +83,6 @@ static inline void load_keys(__private KEY_T k[IPT], __private uint dig[IPT],
                              uint digit_mask, KEY_T flip, uint exact, uint w, uint lane)
 {
 ${by_exactness(load_loop)}
-}
-
-/* Rank 1, within subgroups: lcount[w * RADIX + d] counts subgroup w's keys of digit d (from 0,
-   or in os_pass from subgroup w's first rank in the digit, which early counts put there); a
-   key's rank among its subgroup's keys of its digit, in (round, lane) order,
-   joins its digit: dig[i] |= rank << 16. No barrier: the caller's next barrier ends it. */
-static inline void rank_in_subgroups(__private uint dig[IPT], __local uint* lcount,
-                                     __local uint* lsg, uint w, uint lane)
-{
-${common.rank_rounds(backend, unroll)}
-}
-
-/* Count 1 (os_pass's early counts, as CUB's onesweep on sm90 ranks): lcount[w * RADIX + d]
-   counts subgroup w's keys of digit d (zeroed by the caller), one local atomic a key, so that
-   the tile's counts go out before its keys are ranked and the ranking runs while the
-   predecessors publish theirs. No barrier: the caller's next barrier ends it. */
-static inline void count_in_subgroups(__private const uint dig[IPT], __local uint* lcount, uint w)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i)
-        atomic_inc(&lcount[w * RADIX + dig[i]]);
-}
-
-/* Rank 2, across subgroups (after a barrier): for each of this work-item's digits, the
-   subgroups' counts become their exclusive sum over subgroups (subgroup w's first rank within
-   the digit) and the tile's count goes to cnt[q] and to ldigits[d] */
-static inline void sum_subgroups(__private uint cnt[DPI], __local uint* lcount,
-                                 __local uint* ldigits, uint lid)
-{
-    for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
-        uint run = 0;
-        for (uint w = 0; w < NW; ++w) {
-            const uint c = lcount[w * RADIX + d];
-            lcount[w * RADIX + d] = run;
-            run += c;
-        }
-        cnt[q] = run;
-        ldigits[d] = run;
-    }
-}
-
-/* Rank 3: ldigits (the tile's counts) becomes each digit's first place in the tile. Ends with a
-   barrier: every work-item then reads every digit's place. */
-static inline void scan_digits(__local uint* ldigits, __local uint* lscan, uint lid)
-{
-% if RADIX > wg:
-    barrier(CLK_LOCAL_MEM_FENCE);   /* the rake's runs are not the digits this work-item summed */
-% endif
-    rake_scan_digits(ldigits, ldigits, RADIX, lscan, lid);
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
-
-/* Rank 4: dest[i], key k[i]'s place in the tile: its digit's first place, its subgroup's first
-   rank within the digit, its rank within the subgroup */
-static inline void places(__private uint dest[IPT], __private const uint dig[IPT],
-                          __local const uint* lcount, __local const uint* ldigits, uint w)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i) {
-        const uint d = dig[i] & 0xffffu;
-        dest[i] = ldigits[d] + lcount[w * RADIX + d] + (dig[i] >> 16);
-    }
-}
-
-/* Rank 4 after early counts (the ranking's counters started at each subgroup's first rank in
-   the digit, so the rank is the key's place among the tile's keys of its digit) */
-static inline void places_ranked(__private uint dest[IPT], __private const uint dig[IPT],
-                                 __local const uint* ldigits)
-{
-${unroll}
-    for (uint i = 0; i < IPT; ++i)
-        dest[i] = ldigits[dig[i] & 0xffffu] + (dig[i] >> 16);
 }
 </%def>
 
@@ -247,10 +159,12 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
 }
 </%def>
 
-## The look-back and the other steps of a digit pass's tile (os_pass, os_fused).
-<%def name="pass_fns()">
+## The look-back and the other steps of a digit pass's tile (os_pass, os_fused; `fused`: os_fused,
+## whose histogram work-groups count and scan in the tile's staging area).
+<%def name="pass_fns(fused=False)">
 <%
     RADIX = 1 << radix_bits
+    MAXP = -(-key_bits // radix_bits)
     unroll = "    #pragma unroll" if backend == "ptx" else ""
     assert lookback + 1 <= ring, "the ring must outrun the look-back"
     assert ring_words == ring * (RADIX + 1) + 1, "a ring: status words, done words, a counter"
@@ -284,6 +198,33 @@ static inline void count_all_digits(__global const KEY_T* keys, ulong keys_off, 
    last histogram work-group */
 #define FLAG_WORDS 3
 ${common.wg_any_fn()}
+
+/* The local memory of a digit pass's tile (pass_tile), declared once by the kernel (OpenCL
+   declares __local variables at kernel scope). The staging area holds in turn: the subgroup
+   counters (consumed by places_ranked(), before the keys are placed), the tile's keys in digit order
+   (read by scatter_keys before scatter_values' barrier lets the values overwrite them), its
+   values; os_fused's histogram work-groups count and scan there before any tile. Its size is
+   the host's (drivers/onesweep.py, stage_bytes, which the driver budgets), or the counters' if
+   larger. */
+typedef struct {
+    union {
+        ulong2 raw[${(max(stage_bytes, wg // sg_size * RADIX * 4) + 15) // 16}];
+        uint count[NW * RADIX];   /* the subgroup counters */
+        KEY_T keys[TILE];
+% if value_t:
+        VALUE_T vals[TILE];
+% endif
+% if fused:
+        uint hist[${MAXP} * RADIX];   /* os_fused: every pass's digit counts (count_all_digits) */
+        INDEX_T scan[WG];         /* os_fused: the digit starts' scan */
+% endif
+    } stage;
+    INDEX_T base[RADIX];   /* where a digit's keys of the tile go, less its first place */
+    RankStorage rank;
+    uint fb[RADIX];        /* a predecessor's digit counts (fallback) */
+    uint tile;             /* the tile id, from the kernel's one work-item to all */
+    uint flags[FLAG_WORDS];
+} TileStorage;
 
 static inline uint status_epoch(uint tile) { return ((tile / RING) & 1u) ? EPOCH_BIT : 0u; }
 
@@ -552,7 +493,7 @@ ${unroll}
 % endif
 
 /* One tile of a digit pass, as named phases; every work-item calls it, with the tile id in
-   *ltile (written before the call by one work-item). keys and vals point at the portion's first
+   s->tile (written before the call by one work-item). keys and vals point at the portion's first
    element; status and done are the pass's ring; bins_in holds the pass's digit starts; exact:
    no key is -0.0 or NaN (load_keys).
    Barriers: 7 (3 of them in the digit scan), 2 more with values; the slow look-back has its
@@ -566,26 +507,25 @@ static inline void pass_tile(
         uint portion_len, uint shift, uint digit_mask, KEY_T flip, uint exact,
         __global volatile uint* status, __global volatile uint* done,
         __global const INDEX_T* bins_in, __global INDEX_T* bins_out,
-        __local const uint* ltile, __local ulong2* lraw, __local uint* lcount,
-        __local uint* ldigits, __local INDEX_T* lbase, __local uint* lscan, __local uint* lsg,
-        __local uint* lfb, __local uint* lflags)
+        __local TileStorage* s)
 {
     const uint lid = get_local_id(0);
     const uint lane = sg_lane();
     const uint w = sg_id();
-    __local KEY_T* lkeys = (__local KEY_T*)lraw;
+    __local uint* lcount = s->stage.count;
+    __local uint* ldigits = s->rank.digits;
 
     /* begin: zero the subgroup counters and the slow-path flag; the pass's digit starts are
        needed only after the look-back but loaded now */
     for (uint e = lid; e < NW * RADIX; e += WG)
         lcount[e] = 0;
     if (lid == 0)
-        lflags[1] = 0;
+        s->flags[1] = 0;
     INDEX_T bin[DPI];
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q)
         bin[q] = bins_in[d];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint t = *ltile;
+    const uint t = s->tile;
     const uint base = t * TILE;
     const uint valid = min((uint)TILE, portion_len - base);
     const uint last = base + valid == portion_len;
@@ -603,23 +543,23 @@ static inline void pass_tile(
     /* the tile's counts go out (less the padding, all of it of PAD_DIGIT), then its digits'
        places in the tile */
     uint cnt[DPI];
-    sum_subgroups(cnt, lcount, ldigits, lid);
+    sum_subgroups(cnt, lcount, &s->rank, lid);
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
         if (d == PAD_DIGIT)
             cnt[q] -= TILE - valid;
         status_store(&slot[d], (t == 0 ? FLAG_PREFIX : FLAG_AGG) | epoch | cnt[q]);
     }
-    scan_digits(ldigits, lscan, lid);
+    scan_digits(lcount, &s->rank, lid);
     /* lcount now holds each subgroup's first rank within each digit: the ranking's counters
        start there */
-    rank_in_subgroups(dig, lcount, lsg, w, lane);
+    rank_in_subgroups(dig, lcount, &s->rank, w, lane);
     uint dest[IPT];
-    places_ranked(dest, dig, ldigits);
+    places_ranked(dest, dig, &s->rank);
     barrier(CLK_LOCAL_MEM_FENCE);   /* the staging area overlays the subgroup counters */
 ${unroll}
     for (uint i = 0; i < IPT; ++i)
         if (dest[i] < valid)
-            lkeys[dest[i]] = k[i];
+            s->stage.keys[dest[i]] = k[i];
 
     /* look-back, each digit by its own work-item; a digit that gives up raises the flag that
        sends the whole work-group down the slow path */
@@ -628,21 +568,21 @@ ${unroll}
     for (uint q = 0, d = lid; d < RADIX; d += WG, ++q) {
         pre[q] = look_back_digit(status, t, d);
         if (pre[q])
-            finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits, lbase,
+            finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits, s->base,
                          bins_out);
         else
             gave_up |= 1u << q;
     }
     if (gave_up)
-        atomic_or(&lflags[1], 1u);
+        atomic_or(&s->flags[1], 1u);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lflags[1]) {
-        look_back_slow(pre, status, t, keys, portion_len, shift, digit_mask, flip, lfb, lflags,
-                       lid);
+    if (s->flags[1]) {
+        look_back_slow(pre, status, t, keys, portion_len, shift, digit_mask, flip, s->fb,
+                       s->flags, lid);
         for (uint q = 0, d = lid; d < RADIX; d += WG, ++q)
             if (gave_up & (1u << q))
-                finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits, lbase,
-                             bins_out);
+                finish_digit(d, pre[q], cnt[q], bin[q], t, last, slot, epoch, ldigits,
+                             s->base, bins_out);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     /* this tile is done with the ring: done words only grow (atomic_max), whatever the order of
@@ -651,31 +591,11 @@ ${unroll}
         atomic_max(&done[t % RING], t + 1);
 
     uint dj[IPT];
-    scatter_keys(dj, lkeys, keys_out, write_keys, valid, shift, digit_mask, flip, exact, lbase,
-                 lid);
+    scatter_keys(dj, s->stage.keys, keys_out, write_keys, valid, shift, digit_mask, flip, exact,
+                 s->base, lid);
 % if value_t:
     scatter_values(dest, dj, vals + base, vals_out, vals_iota, portion_start + base, valid,
-                   (__local VALUE_T*)lraw, lbase, w, lane, lid);
+                   s->stage.vals, s->base, w, lane, lid);
 % endif
 }
-</%def>
-
-## The local memory of pass_tile, declared in the kernel (OpenCL declares __local variables
-## at kernel scope): the staging area (a tile of keys, then of values; os_fused also counts and
-## scans in it) overlays the subgroup counters, which are consumed before the keys are placed.
-<%def name="tile_locals()">
-<%
-    RADIX = 1 << radix_bits
-    NW = wg // sg_size
-    raw = max(stage_bytes, NW * RADIX * 4)
-%>\
-    __local ulong2 lraw[${(raw + 15) // 16}];
-    __local uint* lcount = (__local uint*)lraw;   /* the subgroup counters */
-    __local uint ldigits[RADIX];
-    __local INDEX_T lbase[RADIX];
-    __local uint lscan[WG];
-    __local uint lsg[${wg if backend == "local" else 1}];
-    __local uint lfb[RADIX];
-    __local uint ltile;
-    __local uint lflags[FLAG_WORDS];
 </%def>

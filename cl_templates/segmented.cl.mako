@@ -95,8 +95,8 @@ static inline uint run_segment(__local const INDEX_T* lofs, uint a, uint b, INDE
 STEP void sort_tile_run(${common.stream_params(value_t, 24, restrict=False) | trim}
                         __local const INDEX_T* lofs, uint a, uint b, uint begin_bit,
                         uint end_bit, KEY_T flip, uint write_keys, __local KEY_T* lkeys,
-                        __local ushort* lsrc, __local uint* lcount, __local uint* lsg,
-                        __local uint* lscan, uint w, uint lane, uint lid)
+                        __local ushort* lsrc, __local uint* lcount, __local RankStorage* r,
+                        uint w, uint lane, uint lid)
 {
     const INDEX_T base = lofs[a];
     const uint valid = (uint)(lofs[b] - base);
@@ -115,7 +115,7 @@ STEP void sort_tile_run(${common.stream_params(value_t, 24, restrict=False) | tr
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
             dig[i] = HAS(i) ? digit_of(k[i], shift, mask, flip) : RADIX;
-        place(k, src, dig, valid, e, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+        place(k, src, dig, valid, e, track, lkeys, lsrc, lcount, r, w, lane, lid);
         placed = 1;
     }
     if (b - a > 1) {
@@ -125,7 +125,7 @@ ${unroll_at(8)}
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
             dig[i] = HAS(i) ? run_segment(lofs, a, b, base + src[i]) - a : RADIX;
-        place(k, src, dig, valid, e, track, lkeys, lsrc, lcount, lsg, lscan, w, lane, lid);
+        place(k, src, dig, valid, e, track, lkeys, lsrc, lcount, r, w, lane, lid);
         placed = 1;
     }
     if (!placed) {   /* no bit to sort by (argsort of an empty bit range): the identity */
@@ -175,8 +175,7 @@ void seg_local(${common.stream_params(value_t, 15, restrict=False) | trim}
     __local KEY_T lkeys[TILE];
     __local ushort lsrc[TILE];
     __local uint lcount[NW * RADIX];
-    __local uint lsg[${wg if backend == "local" else 1}];
-    __local uint lscan[WG];
+    __local RankStorage rank;
     __local INDEX_T lofs[MAX_SPG + 1];
     const uint lid = get_local_id(0);
     const uint w = sg_id(), lane = sg_lane();
@@ -215,7 +214,7 @@ void seg_local(${common.stream_params(value_t, 15, restrict=False) | trim}
                       vals_in, 0, vals_out, 0, vals_iota,
 % endif
                       lofs, a, lo, begin_bit, end_bit, flip, write_keys, lkeys, lsrc, lcount,
-                      lsg, lscan, w, lane, lid);
+                      &rank, w, lane, lid);
         a = lo;
     }
 }
@@ -362,8 +361,7 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
     __local KEY_T lkeys[TILE];
     __local ushort lsrc[TILE];
     __local uint lcount[NW * RADIX];
-    __local uint lsg[${wg if backend == "local" else 1}];
-    __local uint lscan[WG];
+    __local RankStorage rank;
     __local INDEX_T lrun[RADIX];
     const uint lid = get_local_id(0);
     const uint w = sg_id(), lane = sg_lane();
@@ -391,8 +389,8 @@ void seg_scatter(${common.stream_params(value_t, 17) | trim}
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i)
             dig[i] = HAS(i) ? digit_of(k[i], shift, digit_mask, flip) : RADIX;
-        place(k, src, dig, valid, e, ${1 if value_t else 0}, lkeys, lsrc, lcount, lsg, lscan, w,
-              lane, lid);
+        place(k, src, dig, valid, e, ${1 if value_t else 0}, lkeys, lsrc, lcount, &rank, w, lane,
+              lid);
 ${unroll_at(8)}
         for (uint i = 0; i < IPT; ++i) {
             const uint j = i * WG + lid;

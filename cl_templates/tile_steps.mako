@@ -1,39 +1,22 @@
-## The steps that the segmented sort (segmented.cl.mako) compiles: a tile of keys ranked by an 8-bit digit in local memory, stably, with subgroup match
-## masks (common.mako's rank_rounds). A Mako library of defs that emit C and read the program's
+## The steps that the segmented sort (segmented.cl.mako) compiles: a tile of keys ranked by an
+## 8-bit digit in local memory, stably, by tile_rank.mako's block rank. A Mako library of defs that emit C and read the program's
 ## template parameters (key codec, wg, ipt, value_t, index_t, backend, sg_size) from the render's
 ## context; each program imports it with
 ##   <%namespace name="tile" file="tile_steps.mako"/>
 ## and emits ${tile.prelude()} (pragmas, the sort prelude, the subgroup primitives, counters and
 ## scans), then its own #defines, then ${tile.tile_fns()} (place, load_slots, reload_slots).
 <%namespace name="common" file="common.mako"/>
+<%namespace name="rank" file="tile_rank.mako"/>
 
-## The head of the program: pragmas, the keys' and tile's #defines (RADIX 256), SG, NW, STEP,
-## SG_ATTR, the subgroup primitives, the index counters, the work-group scans and
-## rake_scan_counts, wg_any and (ptx) the 8-bit ballot match.
+## The head of the program: tile_rank.mako's (pragmas, the keys' and tile's #defines with RADIX
+## 256, SG, NW, SG_ATTR, the subgroup primitives over 9-bit digits (RADIX for padding), the index
+## counters, wg_scan_uint, STEP), then DPI, the index scan, wg_any and (ptx) the 8-bit ballot
+## match. Tile positions are kept in ushort (tile_rank.mako's assert: under 65536).
 <%def name="prelude()">
-<%
-    assert wg % sg_size == 0 and sg_size <= 32
-    assert wg * ipt < 65536, "tile positions are kept in ushort and ranks share a word with digits"
-%>\
-${common.subgroup_pragmas(backend, index_t)}
-${common.sort_prelude(key_kind, key_bits, key_t, key_inf_bits, index_t, 8, wg, ipt, value_t)}
-#define SG ${sg_size}
-#define NW ${wg // sg_size}
-${common.step_define()}
-${common.sg_attr_define(backend)}
-
-${common.sg_primitives(backend, sg_size, wg, 9)}
-${common.counter_fns(index_t)}
-% if backend == "ptx":
-${common.wg_scan_warp_fn("wg_scan_uint", wg)}
-% else:
-${common.wg_scan_fn("wg_scan_uint", "uint", wg)}
-% endif
+${rank.prelude(8, 9)}
+/* digits per work-item: work-item lid owns digits lid, lid + WG, ... */
+#define DPI ${-(-256 // wg)}
 ${common.wg_scan_fn("wg_scan_index", index_t, wg)}
-/* (the subgroup counters lcount[w * RADIX + d] are scanned digit-major: entry x is digit x / NW
-   of subgroup x % NW) */
-${common.rake_scan_fn("rake_scan_counts", "uint", "__local", "wg_scan_uint",
-                      at="(x % NW) * RADIX + x / NW")}
 ${common.wg_any_fn()}
 % if backend == "ptx":
 /* sg_match for a round without padding: digits below RADIX need one ballot per digit bit */
@@ -45,6 +28,7 @@ ${common.ballot_match_fn("sg_match_digits", 8, scratch=False)}
 ## load_slots and reload_slots. `unroll` lines come from the backend (ptx: #pragma unroll).
 <%def name="tile_fns()">
 <% unroll = "    #pragma unroll" if backend == "ptx" else "" %>\
+${rank.rank_fns(8, True, "sg_match_digits")}
 /* The tile's items: subgroup w owns tile slots [w*SG*e, (w+1)*SG*e), lane-striped, so that
    loads are coalesced and slot order is the order in which rank() meets the items; e (at most
    IPT) is the items per work-item in use: IPT for a full tile, fewer for a short run of segments,
@@ -53,32 +37,33 @@ ${common.ballot_match_fn("sg_match_digits", 8, scratch=False)}
 #define SLOT(i) (w * (SG * e) + (i) * SG + lane)
 #define HAS(i) ((i) < e && SLOT(i) < valid)
 
-/* Stable placement of the tile by the digits dig[i] (RADIX for padding): rank inside the
-   subgroup with match masks (peers with the same digit, in lane order, one round per item),
-   scan the subgroup counters digit-major, move keys and source slots to local memory in digit
-   order (the source slots only with `track`: values, or a pass by segment, follow). Afterwards
-   lcount[d] (subgroup 0's entry) is the number of the tile's keys whose digit is below d. Every
-   work-item must call it; it ends with a barrier. */
+/* Stable placement of the tile by the digits dig[i] (RADIX for padding), by tile_rank.mako's
+   block rank (match masks within subgroups, the subgroups' counts summed per digit, the digits
+   scanned): keys and source slots move to local memory in digit order (the source slots only
+   with `track`: values, or a pass by segment, follow). Afterwards lcount[d] (subgroup 0's entry)
+   is the number of the tile's keys whose digit is below d. Every work-item must call it; it
+   ends with a barrier. */
 STEP void place(__private const KEY_T k[IPT], __private const ushort src[IPT],
                 __private uint dig[IPT], uint valid, uint e, uint track,
                 __local KEY_T* lkeys, __local ushort* lsrc, __local uint* lcount,
-                __local uint* lsg, __local uint* lscan, uint w, uint lane, uint lid)
+                __local RankStorage* r, uint w, uint lane, uint lid)
 {
-    for (uint e = lid; e < NW * RADIX; e += WG)
-        lcount[e] = 0;
+    for (uint x = lid; x < NW * RADIX; x += WG)
+        lcount[x] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-${common.rank_rounds(backend, unroll, valid="valid", full_match="sg_match_digits", stride="e")}
+    rank_in_subgroups(dig, lcount, r, valid, e, w, lane);
     barrier(CLK_LOCAL_MEM_FENCE);
-    rake_scan_counts(lcount, lcount, NW * RADIX, lscan, lid);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    uint cnt[DPI];
+    sum_subgroups(cnt, lcount, r, lid);
+    scan_digits(lcount, r, lid);
+    uint dest[IPT];
+    places(dest, dig, lcount, r, w);
 ${unroll}
     for (uint i = 0; i < IPT; ++i) {
-        const uint di = dig[i] & 0xffffu;
-        if (di < RADIX) {
-            const uint dest = lcount[w * RADIX + di] + (dig[i] >> 16);
-            lkeys[dest] = k[i];
+        if (dest[i] < valid) {
+            lkeys[dest[i]] = k[i];
             if (track)
-                lsrc[dest] = src[i];
+                lsrc[dest[i]] = src[i];
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -132,7 +132,7 @@ def from_order_key(codec, okey):
 
 
 def overfull_bucket(rng, dtype, n, spread_bits, descending=False, levels=5):
-    """Keys that over-fill buckets of the bucket sort (chunks.cl.mako, cb_buckets) whose fine
+    """Keys that over-fill buckets of the bucket sort (chunk_buckets.cl.mako, cb_buckets) whose fine
     values start at an unaligned one, with keys on both sides of its digits' boundaries. In
     order-key space, over an aligned range of w = 2^spread_bits values (all those bits differ
     among the keys), for i = 1 to ``levels``: 90 % / levels of the keys are one value

@@ -35,26 +35,84 @@ _TYPE_BYTES = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "uint": 4, "int":
 _DEFINE = re.compile(r"(?m)^#define (\w+) (.+?)\s*$")
 _LOCAL = re.compile(r"__local (\w+) (\w+)(?:\[([^\]]+)\])?;")
 _KERNEL = re.compile(r"__kernel\b[^{]*?void (\w+)\(")
+_TYPEDEF = re.compile(r"typedef struct \{")
+_MEMBER = re.compile(r"(\w+) (\w+)(?:\[([^\]]+)\])?;")
+
+
+def _count(text, defines):
+    return 1 if not text else int(eval(re.sub(r"(\d)u\b", r"\1", text), {}, defines))
+
+
+def _aggregate(body, defines, types, union=False):
+    """(size, alignment) of a struct's or union's members, laid out as C does: each member at a
+    multiple of its alignment, the whole a multiple of the largest."""
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    size, align, at = 0, 1, 0
+    while True:
+        nested = re.search(r"\b(union|struct) \{", body[at:])
+        member = _MEMBER.search(body, at)
+        if member is None and nested is None:
+            break
+        if nested is not None and (member is None or at + nested.start() < member.start()):
+            open_ = at + nested.end()
+            depth, end = 1, open_
+            while depth:
+                depth += {"{": 1, "}": -1}.get(body[end], 0)
+                end += 1
+            close = re.compile(r"\s*(\w+);").match(body, end)
+            one = _aggregate(body[open_:end - 1], defines, types, nested.group(1) == "union")
+            n, at = 1, close.end()
+        else:
+            one = types[defines.get(member.group(1), member.group(1))]
+            n, at = _count(member.group(3), defines), member.end()
+        m_size, m_align = one
+        align = max(align, m_align)
+        if union:
+            size = max(size, m_size * n)
+        else:
+            size = -(-size // m_align) * m_align + m_size * n
+    return -(-size // align) * align, align
 
 
 def _kernel_locals(source):
-    """{kernel name: bytes of the __local arrays its body declares}."""
+    """{kernel name: bytes of the __local variables its body declares}, structs (typedef struct
+    {...} Name;, with nested unions and structs) laid out as C lays them out."""
     defines = {}
     for name, value in _DEFINE.findall(source):
         try:
             defines[name] = int(eval(re.sub(r"(\d)u\b", r"\1", value), {}, dict(defines)))
         except Exception:
             defines.setdefault(name, value)
+    types = {t: (n, n) for t, n in _TYPE_BYTES.items()}
+    for m in _TYPEDEF.finditer(source):
+        depth, end = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(source[end], 0)
+            end += 1
+        name = re.compile(r"\s*(\w+);").match(source, end).group(1)
+        try:
+            types[name] = _aggregate(source[m.end():end - 1], defines, types)
+        except KeyError:
+            pass   # a private struct of pointers or bools: never __local here
     sizes = {}
     starts = [(m.start(), m.group(1)) for m in _KERNEL.finditer(source)] + [(len(source), None)]
     for (at, name), (end, _) in zip(starts, starts[1:]):
         total = 0
         for type_, _, count in _LOCAL.findall(source[at:end]):
             t = defines.get(type_, type_)
-            n = 1 if not count else int(eval(re.sub(r"(\d)u\b", r"\1", count), {}, defines))
-            total += _TYPE_BYTES[t] * n
+            total += types[t][0] * _count(count, defines)
         sizes[name] = total
     return sizes
+
+
+def test_struct_layout_is_cs():
+    """The layout test's struct sizes are C's: members at multiples of their alignment, unions as
+    large as their largest member, the whole a multiple of the largest alignment."""
+    source = """#define N 3
+typedef struct { uchar a; uint b; } A;
+typedef struct { union { uchar c[N]; ushort d; } u; ulong e; A f[2]; uchar g; } B;
+__kernel void k(void) { __local B s; __local A t[2]; }"""
+    assert _kernel_locals(source) == {"k": 40 + 16}
 
 
 def test_local_memory_budget_holds_every_kernel(planned):

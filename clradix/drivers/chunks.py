@@ -1,4 +1,5 @@
-"""Host side of the chunked CPU sort (cl_templates/chunks.cl.mako): one work-item per chunk of
+"""Host side of the chunked CPU sort (cl_templates/chunks.cl.mako; the bucket sort's
+chunk_buckets.cl.mako; their shared steps in chunks_steps.mako): one work-item per chunk of
 the keys; a digit pass counts each chunk's digits, then scatters each chunk in order (digits
 wider than 8 bits through a write-combining line per digit). ChunkBuckets (a policy's
 bucket_keys): one such pass by a bucket chosen from a sample of the keys, then each bucket
@@ -12,16 +13,16 @@ from ..core.sizes import index_bytes
 from ..policies.sort import NO_DEBUG
 from .digit_passes import BlockCounts
 
-# the bytes of one write-combining line (WC in chunks.cl.mako: a cache line)
+# the bytes of one write-combining line (WC in chunks_steps.mako: a cache line)
 LINE_BYTES = 64
 # The scatter writes through lines for digits wider than this: 256 digits' lines (16 KiB) stay
 # in the L1 cache, where the lines cost more than they save (2^22 and 2^24 uint32 on 2 EPYC
 # cores, BENCHMARKS_NOTES.md "2026-11-27: the CPU sort against numpy's dispatch").
 LINES_ABOVE_BITS = 8
-# The bucket sort's fine digit (chunks.cl.mako, cb_sample): FINE_EXTRA bits wider than the top
-# digit, so that a bucket is about 2^FINE_EXTRA fine values of the sample, at most FINE_MAX bits
-# (the table of 2^FINE_MAX bucket numbers stays in the L1 or L2 cache), and at most log2(n) -
-# FINE_BELOW_N bits (a table no larger than a quarter of the keys' count).
+# The bucket sort's fine digit (chunk_buckets.cl.mako, cb_sample): FINE_EXTRA bits wider than
+# the top digit, so that a bucket is about 2^FINE_EXTRA fine values of the sample, at most
+# FINE_MAX bits (the table of 2^FINE_MAX bucket numbers stays in the L1 or L2 cache), and at most
+# log2(n) - FINE_BELOW_N bits (a table no larger than a quarter of the keys' count).
 FINE_EXTRA = 6
 FINE_MAX = 16
 FINE_BELOW_N = 2
@@ -36,8 +37,7 @@ class Chunks(BlockCounts):
     kernel_names: Tuple[str, ...] = ("cc_count", "cc_scatter")
 
     def template_params(self, policy, profile, device):
-        # the whole-array kernels
-        return dict(off_t=None, lines=self.uses_lines(policy), buckets=False, run_bits=None)
+        return dict(lines=self.uses_lines(policy))
 
     @classmethod
     def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
@@ -110,12 +110,12 @@ class ChunkBuckets(Chunks):
     span table, the samples' counts, the table and each bucket's high bit (and argsort's second
     key buffer, as the LSD passes' second temporary)."""
 
+    template = "chunk_buckets.cl.mako"
     kernel_names = Chunks.kernel_names + ("cb_span", "cb_sample", "cb_lut", "cb_starts",
                                           "cb_buckets")
 
     def template_params(self, policy, profile, device):
-        return dict(off_t=None, lines=self.uses_lines(policy), buckets=True,
-                    run_bits=RUN_BITS.get(self.codec.itemsize, 8))
+        return dict(lines=self.uses_lines(policy), run_bits=RUN_BITS.get(self.codec.itemsize, 8))
 
     @staticmethod
     def digits(policy, n, bits):

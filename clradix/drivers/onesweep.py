@@ -39,7 +39,7 @@ class Onesweep(DigitPasses):
 
     @classmethod
     def local_bytes(cls, policy, key_bytes, index_bytes, value_bytes=0, debug=NO_DEBUG):
-        """The local arrays of a tile (onesweep_steps.mako, tile_locals): the staging area over
+        """The local arrays of a tile (onesweep_steps.mako, TileStorage): the staging area over
         the per-subgroup counters (16-byte aligned), the scan and match scratch, the digit tables
         and words."""
         counters = (policy.wg_size // policy.sg_size) * policy.radix * 4

@@ -1,4 +1,4 @@
-"""The segmented sort on CPUs (cl_templates/chunks.cl.mako, its segment kernels): each work-item
+"""The segmented sort on CPUs (cl_templates/segmented_chunks.cl.mako): each work-item
 sorts whole segments (or rows) on its own, short ones by insertion, longer ones by 8-bit LSD
 passes through a scratch buffer; no work-group barrier, no pass across work-items. It takes the
 same SegmentJob as the work-group driver (clradix.drivers.segmented) and gives the same results
@@ -18,7 +18,7 @@ ITEMS_PER_CU = 64
 
 
 class SegmentChunks(Driver):
-    template = "chunks.cl.mako"
+    template = "segmented_chunks.cl.mako"
     kernel_names = ("cs_check", "cs_segments")
 
     def __init__(self, programs, device, profile, policy, codec, value_t, index_name, index_np,
@@ -27,7 +27,7 @@ class SegmentChunks(Driver):
         self.index_np = np.dtype(index_np).type
         self.index_bytes = np.dtype(index_np).itemsize
         params = dict(codec.template_args(), radix_bits=8, value_t=value_t, index_t=index_name,
-                      off_t=off_t, lines=False, buckets=False, run_bits=8)
+                      off_t=off_t, run_bits=8)
         self.render_params = params
         super().__init__(programs, device, profile, 1,
                          [Build(self.template, params, (), self.kernel_names)])

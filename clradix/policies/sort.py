@@ -258,7 +258,7 @@ class ChunksPolicy(SortPolicy):
     bucket_keys: int = 0          # 0, LSD passes over the whole array; else one pass by the top
     #                               digit (radix_bits) into buckets, each then sorted by a
     #                               work-item in the cache, a bucket of more than bucket_keys
-    #                               keys split by its next 8 bits first (chunks.cl.mako)
+    #                               keys split by its next 8 bits first (chunk_buckets.cl.mako)
 
     algorithm: ClassVar[str] = "chunks"
     radix_bits_taken: ClassVar[Tuple[int, ...]] = CHUNK_RADIX_BITS
