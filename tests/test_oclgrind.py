@@ -645,8 +645,8 @@ def test_layout_gather_and_widen(g_without_uninitialized, rng, monkeypatch):
     uninitialised-value checker: the gather's coordinates are a division and a remainder by a
     kernel argument, which clang turns into a freeze (above)."""
     g = g_without_uninitialized
-    import clradix.dispatch.api as api
-    monkeypatch.setattr(api, "WIDEN_FROM", 1)
+    import clradix.dispatch.call as call
+    monkeypatch.setattr(call, "WIDEN_FROM", 1)
     x = float_specials(rng, np.float32, 6 * 40).reshape(6, 40)
     d = g.to_device(x)
     view = d.T   # (40, 6), strided
