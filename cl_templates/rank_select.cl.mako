@@ -452,12 +452,21 @@ STEP void end_pass(uint p, uint nbins, uint rows, uint row, uint groups, INDEX_T
 </%def>
 
 % if program == "rest":
+/* Also writes the call's parameter words (PARAM_WORDS kernel arguments, w0 ..) to params when
+   has_params: the arguments are copied when the kernel is enqueued, so the call copies no host
+   memory into a buffer and enqueues no fill for them. */
 __kernel void rs_init(__global uchar* temp, ulong state_off, ulong counters_off, ulong hist_off,
-                      uint nranks)
+                      uint nranks, __global ulong* restrict params, uint has_params,
+                      ${", ".join(f"ulong w{i}" for i in range(param_words))})
 {
     const uint row = get_group_id(0);
     const uint lid = get_local_id(0);
     const uint wg = get_local_size(0);
+    if (has_params && row == 0 && lid == 0) {
+% for i in range(param_words):
+        params[${i}] = w${i};
+% endfor
+    }
 % if not one:
     __global INDEX_T* hist = AT(INDEX_T, hist_off) + (size_t)row * HIST_ROW(nranks);
     for (uint b = lid; b < HIST_ROW(nranks); b += wg)

@@ -55,7 +55,8 @@ from numpy.typing import DTypeLike
 
 from ..core.arguments import check_outputs
 from ..core.keys import key_codec
-from ..drivers.rank_select import RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE, SelectOperands
+from ..drivers.rank_select import (PARAM_WORDS, RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE,
+                                    SelectOperands, param_scalars)
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
 from .api import argsort, sort
 from .call import (Allocator, Call, Events, Layout, host_result, index_dtype_for,
@@ -120,30 +121,6 @@ def _one_axis(axis, ndim):
 
 # ------------------------------------------------------------------ running a selection
 
-#: uint64 words one fill command writes (enqueue_fill_buffer's largest pattern, 128 bytes)
-_FILL_WORDS = 16
-
-
-def _params_buffer(queue, words, keys_buf, alloc, wait):
-    """(Buffer, events to wait for) of a selection's uint64 parameter words: a temporary filled
-    by one command per 16 words (enqueue_fill_buffer copies its pattern when it is enqueued), so
-    that a call copies no host memory on the host's side: a Buffer made from host memory
-    (COPY_HOST_PTR) was seen to wait, on NVIDIA's OpenCL, for the commands enqueued before it
-    (behind a user event the caller completes after the call: a call that does not return).
-    Without words the keys' buffer stands in (the kernels read no parameter then)."""
-    if words is None:
-        return keys_buf, wait
-    words = np.ascontiguousarray(words, np.uint64)
-    buf = alloc(8 * _FILL_WORDS * -(-len(words) // _FILL_WORDS))
-    fills = []
-    for start in range(0, len(words), _FILL_WORDS):
-        chunk = words[start:start + _FILL_WORDS]
-        pattern = np.zeros(1 << (len(chunk) - 1).bit_length(), np.uint64)
-        pattern[:len(chunk)] = chunk
-        fills.append(cl.enqueue_fill_buffer(queue, buf, pattern, 8 * start, pattern.nbytes,
-                                            wait_for=wait or None))
-    return buf, fills
-
 
 def _select(queue, codec, keys, rows, row_len, job, wait, allocator, policy, *, params=None,
             values=None, positions=None, idx_bytes=8, program=None):
@@ -160,11 +137,14 @@ def _select(queue, codec, keys, rows, row_len, job, wait, allocator, policy, *, 
         prepared = sel.planner.prepare_selection(key, queue.device, codec, fields, policy,
                                                  idx_bytes, program)
     alloc = sel.temporaries(queue, allocator)
-    buf, wait = _params_buffer(queue, params, keys[0], alloc, wait)
+    # the parameter words go to the first kernel as arguments, which it writes to this buffer
+    # (a Buffer made from host memory was seen to wait, on NVIDIA's OpenCL, for the commands
+    # enqueued before it); without words the keys' buffer stands in, and nothing is written
+    buf = keys[0] if params is None else alloc(8 * PARAM_WORDS)
     operands = SelectOperands((keys[0], keys[1]),
                               (values[0].base_data, values[1]) if values else None, (buf, 0),
                               (positions[0].base_data, positions[1]) if positions else None)
-    evt = prepared.run(queue, operands, alloc, wait)
+    evt = prepared.run(queue, operands, alloc, wait, scalars=param_scalars(params))
     return evt
 
 

@@ -16,7 +16,7 @@ rs_count, rs_scatter; or rs_count, rs_locate.
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Tuple
 
-from ..core.launches import Buf, LaunchSequence, Off, slots
+from ..core.launches import Buf, LaunchSequence, Off, Scalar, slots
 from ..core.sizes import cl_index_name, round_up
 from ..policies.selection import MAX_RANKS
 from .base import Build, Driver
@@ -40,6 +40,12 @@ KEYS, VALUES, PARAMS, POSITIONS = slots(SelectOperands)
 STATE_BYTES = round_up(36 * MAX_RANKS + 32, 64)
 # the split's classes per row (below, at and between the thresholds)
 CLASSES = 2 * MAX_RANKS + 1
+
+# The call's parameter words (ranks, or quantiles and their method's two constants), uint64
+# each: scalar arguments of rs_init, which writes them to the PARAMS operand (the template's
+# param_words). A call passes PARAM_WORDS scalars, then whether it has words at all
+# (``param_scalars``).
+PARAM_WORDS = MAX_RANKS
 
 # How the first pass's last work-group computes a row's ranks (the template's RANKS_*).
 RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE = 0, 1, 2
@@ -83,6 +89,7 @@ class RankSelect(Driver):
         self.codec = codec
         profile = plan.profile
         common = dict(codec.template_args(), rmax=MAX_RANKS, state_bytes=STATE_BYTES,
+                      param_words=PARAM_WORDS,
                       fp64=profile.has_extension("cl_khr_fp64"))
         params = dict(common, index_t=plan.index_name, digit_bits=plan.digit_bits,
                       first_bits=plan.first_bits, wg=plan.wg, ipt=plan.ipt,
@@ -118,7 +125,8 @@ class RankSelect(Driver):
         rows, wg = job.rows, plan.wg
         keys = (Buf(KEYS), Off(KEYS))
         seq.launch("rs_init", "rs_init", (rows * wg,), (wg,),
-                   [block, off["state"], off["counters"], off["hist"], job.nranks])
+                   [block, off["state"], off["counters"], off["hist"], job.nranks, Buf(PARAMS),
+                    Scalar(PARAM_WORDS)] + [Scalar(i) for i in range(PARAM_WORDS)])
         args = [*keys, job.row_len, plan.cap, job.nranks, block, off["state"], off["counters"],
                 off["hist"], off["cand0"], off["cand1"], job.rank_mode, job.method,
                 int(job.skip_nan), Buf(PARAMS)]
@@ -160,3 +168,15 @@ def _temp_parts(plan, codec, rows, nranks, tail):
     chunks = rows * plan.groups * CLASSES * ib if tail in ("split", "locate") else 0
     return [("state", 2 * rows * STATE_BYTES), ("counters", 4 * rows * ib), ("hist", hist),
             ("cand0", cands), ("cand1", cands), ("cnt", chunks)]
+
+
+def param_scalars(words):
+    """The scalars of a call (LaunchSequence.run) whose parameter words are ``words`` (uint64,
+    at most PARAM_WORDS; None: none): the words padded with zeros, then 1 where there are
+    words."""
+    if words is None:
+        return (0,) * (PARAM_WORDS + 1)
+    words = [int(w) for w in words]
+    if len(words) > PARAM_WORDS:
+        raise ValueError(f"{len(words)} parameter words: a selection takes at most {PARAM_WORDS}")
+    return tuple(words) + (0,) * (PARAM_WORDS - len(words)) + (1,)
