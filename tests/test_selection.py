@@ -378,11 +378,14 @@ def test_wait_for_and_events(queue, rng):
         # main thread had not returned after 90 s. The cause as understood since: each call
         # made its parameter words a Buffer from host memory (COPY_HOST_PTR), which NVIDIA's
         # OpenCL makes wait for the queue's earlier commands (the median's, behind the user
-        # event), so the second call waited on the host and ran on after the test went on. They
-        # now go by fill commands (test_no_buffer_from_host_memory_inside_a_call); this test has
-        # not run on NVIDIA since, and a crash would end the whole run.
+        # event), so the second call waited on the host and ran on after the test went on. Written
+        # by fills of 8- to 128-byte patterns instead, partition still did not return and
+        # kthvalue crashed there (scripts/probe-nvidia-user-event-min.py; a 4-byte fill and the
+        # median, which has no words, completed). They are now arguments of the selection's first
+        # kernel (test_no_buffer_from_host_memory_inside_a_call); this test has not run on NVIDIA
+        # since, and a crash would end the whole run.
         pytest.skip("selection behind an unset user event: not yet run on NVIDIA's OpenCL since "
-                    "the parameter words go by fill commands (see the comment)")
+                    "the parameter words are kernel arguments (see the comment)")
     x = no_overflow(rng, np.float32, (2, 300))
     d = cl_array.to_device(queue, x)
     ue = cl.UserEvent(queue.context)
@@ -403,7 +406,8 @@ def test_wait_for_and_events(queue, rng):
 def test_no_buffer_from_host_memory_inside_a_call(queue, rng, monkeypatch):
     """The calls make no Buffer from host memory (COPY_HOST_PTR): NVIDIA's OpenCL was seen to make
     such a copy wait for the queue's earlier commands, so that a call behind a user event did not
-    return; the parameter words (kth, quantiles) go by fill commands instead."""
+    return; the parameter words (kth, quantiles) are arguments of the selection's first kernel,
+    which writes them."""
     import types
 
     from clradix.dispatch import selection as module

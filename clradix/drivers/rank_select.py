@@ -25,7 +25,8 @@ from .radix_select import carve_offsets
 class SelectOperands(NamedTuple):
     """A selection's operands, (buffer, element offset) pairs or None: the keys, the values
     written (results, or the split's keys), the call's parameters (ranks, or quantiles: 64-bit
-    words) and the positions written."""
+    words, which rs_init writes there from its arguments: param_scalars) and the positions
+    written."""
 
     keys: Any
     values: Any
