@@ -59,6 +59,8 @@ ${steps.prelude()}
     while VEC * 2 <= min(ipt, 16 // (key_bits // 8)):
         VEC *= 2
     one = wg == 1
+    # NVIDIA: a pass whose candidates are few claims their slots by warps (warp_claims)
+    warp_claims = ptx and wg >= 32
 %>
 #define WG ${wg}
 #define IPT ${ipt}
@@ -69,6 +71,12 @@ ${steps.prelude()}
 #define HIST_ROW(nranks) max((size_t)FIRST_RADIX, (size_t)(nranks) * RADIX)
 /* a bin no key counts in (count_bins) */
 #define NO_BIN 0xFFFFFFFFu
+/* (warp_claims) a pass claims candidate slots by warps when at most one key in
+   WARP_CLAIM_SHARE is a member: a warp's tile of 32 x IPT keys then rarely holds one, so the
+   warps' counter adds are fewer than one a tile; with more members they would serialize on the
+   counter (uniform(0, 1) floats at 12 bits: one key in 16), and the tile's claim, a scan
+   between barriers, wins */
+#define WARP_CLAIM_SHARE 2048u
 #define CMAX ${CMAX}
 #define WORDS ${WORDS}
 #define IDX_T ${idx_t}
@@ -550,13 +558,21 @@ ${pass_locals("RMAX * RADIX")}
         loc.head[0] = st->ngroups;
         loc.head[1] = st->flags;
         loc.rowinfo[2] = st->n_src;
-        for (uint r = 0; r < nranks; ++r)
+        ulong members = 0;
+        uint seen = 0;
+        for (uint r = 0; r < nranks; ++r) {
             loc.gpre[st->group[r]] = (KEY_T)st->prefix[r];
+            members += (seen >> st->group[r]) & 1u ? 0ul : st->count[r];
+            seen |= 1u << st->group[r];
+        }
+        /* (read before end_pass, which writes head[2]) */
+        loc.head[2] = members * WARP_CLAIM_SHARE <= st->n_src;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint ng = loc.head[0];
     const uint flags = loc.head[1];
     const INDEX_T n = (INDEX_T)loc.rowinfo[2];
+    const bool by_warps = loc.head[2] != 0;
 ${clear_hist("ng * RADIX")}
     barrier(CLK_LOCAL_MEM_FENCE);
     /* pass p reads the candidates of buffer (p + 1) & 1 and writes those of buffer p & 1 */
@@ -640,7 +656,33 @@ ${clear_hist("ng * RADIX")}
             nm += j < ng;
         }
         count_bins(bin, loc.hist);
-% if uniform_branches:
+% if warp_claims:
+        if (write && by_warps) {   /* each warp claims its members' slots: no barrier */
+            const uint lane = lid & 31u;
+            const uint incl = warp_scan_incl(nm, lane);
+            const uint wtot = sg_shuffle(incl, 31u);
+            if (wtot) {   /* (the same in every lane of the warp) */
+                INDEX_T base = 0;
+                if (lane == 31u)
+                    base = COUNTER_ADD(counters + 1 + (p & 1), (INDEX_T)wtot);
+% if index_t == "ulong":
+                base = (INDEX_T)sg_shuffle((uint)base, 31u)
+                     | ((INDEX_T)sg_shuffle((uint)(base >> 32), 31u) << 32);
+% else:
+                base = sg_shuffle(base, 31u);
+% endif
+                INDEX_T c = base + incl - nm;
+                for (uint i = 0; i < IPT; ++i) {
+                    if (cls[i]) {
+                        if (c < cap)
+                            cout[c] = x[i];
+                        ++c;
+                    }
+                }
+            }
+        }
+        if (write && !by_warps) {
+% elif uniform_branches:
         if (write) {
 % else:
         nm = write ? nm : 0u;

@@ -370,22 +370,11 @@ def test_numpy_inputs_and_out(queue, rng):
 def test_wait_for_and_events(queue, rng):
     """The call waits for wait_for (a user event) without waiting on the host; the results'
     only event is the call's."""
-    if "nvidia" in queue.device.platform.name.lower():
-        # Observed on an H200 (driver 580.159.04, pyopencl 2026.1.4), with the three calls on
-        # another thread: median's result read back right, then reading kthvalue's indices failed
-        # (std::bad_cast, nanobind: "instance state has become corrupted" of an Event) and the
-        # process died; each call alone behind the unset event returned, the three calls on the
-        # main thread had not returned after 90 s. The cause as understood since: each call
-        # made its parameter words a Buffer from host memory (COPY_HOST_PTR), which NVIDIA's
-        # OpenCL makes wait for the queue's earlier commands (the median's, behind the user
-        # event), so the second call waited on the host and ran on after the test went on. Written
-        # by fills of 8- to 128-byte patterns instead, partition still did not return and
-        # kthvalue crashed there (scripts/probe-nvidia-user-event-min.py; a 4-byte fill and the
-        # median, which has no words, completed). They are now arguments of the selection's first
-        # kernel (test_no_buffer_from_host_memory_inside_a_call); this test has not run on NVIDIA
-        # since, and a crash would end the whole run.
-        pytest.skip("selection behind an unset user event: not yet run on NVIDIA's OpenCL since "
-                    "the parameter words are kernel arguments (see the comment)")
+    # NVIDIA's OpenCL (H200, driver 580.159.04) once failed here: a call that made its parameter
+    # words a Buffer from host memory (COPY_HOST_PTR) or wrote them by fills of 8- to 128-byte
+    # patterns waited on the host for the commands before it, or crashed; the words are now
+    # arguments of the first kernel (test_no_buffer_from_host_memory_inside_a_call), and each
+    # call behind an unset user event returns there (scripts/probe-nvidia-user-event-min.py)
     x = no_overflow(rng, np.float32, (2, 300))
     d = cl_array.to_device(queue, x)
     ue = cl.UserEvent(queue.context)
