@@ -530,12 +530,13 @@ def test_topk_many_tiles_per_group(g, rng):
 
 # ----------------------------------------------------------------------------- selection
 # The rank select (rank_select.cl.mako, rank_values.cl.mako) through its numpy-like functions:
-# work-groups of 32 (tiles of 64 keys, two work-groups a row), work-items of one with 8-bit
+# work-groups of 32 (tiles of 64 keys, two work-groups a row, a 12-bit first digit), work-items of one with 8-bit
 # digits (the middle passes write candidates), and the CPUs' 16-bit slots (one case: each pass
 # clears and sums 65536 counts a work-item).
 
 SEL_POLICIES = {
-    "groups": clradix.SelectionPolicy(wg_size=WG, items_per_thread=IPT, groups_per_cu=2),
+    "groups": clradix.SelectionPolicy(wg_size=WG, items_per_thread=IPT, groups_per_cu=2,
+                                      first_bits=12),
     "items": clradix.SelectionPolicy(wg_size=1, items_per_thread=4, digit_bits=8,
                                      groups_per_cu=2),
 }

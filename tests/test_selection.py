@@ -36,9 +36,12 @@ DTYPES = [np.dtype(d) for d in KEY_DTYPES] + [np.dtype(np.bool_)] + BF16
 FLOATS = [d for d in DTYPES if d.kind == "f" or d.name == "bfloat16"]
 # The GPUs' path (work-groups of 64 here, tiles of 128 keys, several work-groups per row) and
 # the CPUs' with 8-bit digits (four passes of a 32-bit key, the middle ones writing candidates)
-GPU_PATH = SelectionPolicy(wg_size=64, items_per_thread=2, groups_per_cu=3)
+# the GPUs' passes on small rows: the 12-bit first digit of long rows, and (gpu_short) the 8-bit
+# one the planner gives rows shorter than WIDE_FIRST_FROM
+GPU_PATH = SelectionPolicy(wg_size=64, items_per_thread=2, groups_per_cu=3, first_bits=12)
+GPU_SHORT = SelectionPolicy(wg_size=64, items_per_thread=2, groups_per_cu=3)
 CPU_8BIT = SelectionPolicy(wg_size=1, items_per_thread=4, digit_bits=8, groups_per_cu=3)
-POLICIES = {"default": None, "gpu_path": GPU_PATH, "cpu_8bit": CPU_8BIT}
+POLICIES = {"default": None, "gpu_path": GPU_PATH, "gpu_short": GPU_SHORT, "cpu_8bit": CPU_8BIT}
 EXAMPLES = int(os.environ.get("CLRADIX_HYPOTHESIS_EXAMPLES", "200")) // 4
 
 
@@ -370,11 +373,16 @@ def test_numpy_inputs_and_out(queue, rng):
 def test_wait_for_and_events(queue, rng):
     """The call waits for wait_for (a user event) without waiting on the host; the results'
     only event is the call's."""
-    # NVIDIA's OpenCL (H200, driver 580.159.04) once failed here: a call that made its parameter
-    # words a Buffer from host memory (COPY_HOST_PTR) or wrote them by fills of 8- to 128-byte
-    # patterns waited on the host for the commands before it, or crashed; the words are now
-    # arguments of the first kernel (test_no_buffer_from_host_memory_inside_a_call), and each
-    # call behind an unset user event returns there (scripts/probe-nvidia-user-event-min.py)
+    if "nvidia" in queue.device.platform.name.lower():
+        # H200, driver 580.159.04, pyopencl 2026.1.4, the parameter words as kernel arguments:
+        # each call alone behind the unset event completes, kthvalue on another thread too; the
+        # median, partition and kthvalue behind one unset event, on the main thread or another,
+        # then reading kthvalue's result crashes the process (segmentation fault in the read's
+        # enqueue, after pyopencl's std::bad_cast on its wait list), and kthvalue on another
+        # thread with no wait list did not return in 20 s (BENCHMARKS_NOTES.md, "calls behind a
+        # user event on NVIDIA, narrowed"). A crash would end the whole run.
+        pytest.skip("several selections behind one unset user event crash NVIDIA's OpenCL "
+                    "(see the comment)")
     x = no_overflow(rng, np.float32, (2, 300))
     d = cl_array.to_device(queue, x)
     ue = cl.UserEvent(queue.context)
@@ -567,7 +575,12 @@ def test_policy_checks():
     many = plan_selection(fake_profile(device_type="cpu"), key_codec(np.float32), 4096, 4096, 2)
     assert many.digit_bits == 8   # 16-bit slots for 4096 rows would not fit the budget
     rows = plan_selection(fake_profile(), key_codec(np.float32), 4096, 4096, 2)
-    assert (rows.first_bits, rows.digits) == (12, 4)   # 4096 histograms of 16 KiB: 64 MiB
+    # rows shorter than WIDE_FIRST_FROM: an 8-bit first digit; a work-group of 128 a short row
+    assert (rows.first_bits, rows.digits, rows.wg, rows.groups) == (8, 4, 128, 1)
+    wide = plan_selection(fake_profile(), key_codec(np.float32), 64, 1 << 16, 2)
+    assert (wide.first_bits, wide.digits, wide.wg) == (12, 4, 256)
+    assert plan_selection(fake_profile(), key_codec(np.float32), 4096, 4096, 2,
+                          SelectionPolicy(wg_size=256, first_bits=12)).policy.first_bits == 12
     short = plan_selection(fake_profile(), key_codec(np.float32), 1 << 16, 64, 2)
     assert (short.first_bits, short.digits) == (8, 4)
 

@@ -26,6 +26,15 @@ from ..core.sizes import index_type, pow2_floor
 MAX_RANKS = 16
 #: a tile's per-class counts are packed in 16 bits (the split's scans)
 TILE_LIMIT = 1 << 16
+#: (GPUs) a first digit of 12 bits pays only where its 4096 counts are few next to the row's keys
+#: (the median of 2^28 float32: 1.63 ms against 2.07 with 8 bits; a median per row of 4096 keys:
+#: 0.52 ms against 0.30, each work-group clearing, adding and scanning 4096 counts for 4096 keys;
+#: BENCHMARKS_NOTES.md, "the selection's policies on the H200")
+WIDE_FIRST_FROM = 1 << 16
+#: (GPUs) rows of at most this many keys, a work-group each, take work-groups of 128: a row of
+#: 1024 keys leaves three quarters of a 256 x 8 tile idle (medians of 16384 x 1024 rows: 0.45 ms
+#: against 0.77; of 4096 x 4096: 0.48 against 0.52)
+NARROW_GROUP_ROWS = 1 << 13
 #: bytes of histograms a call may hold: work-items of one keep slots of their own (rows x
 #: work-items per row x (ranks + 1) x 2^digit_bits counts), larger work-groups add into one per
 #: row (rows x 2^first_bits counts, or ranks x 2^digit_bits); above it the digits the planner
@@ -169,6 +178,13 @@ def plan_selection(profile, codec, rows, row_len, ranks, policy=None):
     first_bits = min(pol.first_bits, codec.bits)
     target = profile.compute_units * pol.groups_per_cu
     groups = max(1, min(-(-target // max(rows, 1)), -(-row_len // pol.tile)))
+    if pol.wg_size > 128 and groups == 1 and row_len <= NARROW_GROUP_ROWS and "wg_size" not in \
+            chosen:
+        pol = replace(pol, wg_size=128)
+        groups = max(1, min(-(-target // max(rows, 1)), -(-row_len // pol.tile)))
+    if pol.wg_size > 1 and first_bits > digit_bits and "first_bits" not in chosen and \
+            row_len < WIDE_FIRST_FROM:
+        first_bits = digit_bits
     if pol.wg_size == 1 and digit_bits > 8 and not {"digit_bits", "first_bits"} & set(chosen) \
             and rows * groups * (ranks + 1) * (4 << digit_bits) > HIST_BUDGET:
         digit_bits = first_bits = 8
