@@ -47,6 +47,39 @@ def test_no_host_wait_behind_a_user_event(ctx, queue, rng, op):
         np.testing.assert_array_equal(v.get(), ref_argsort(keys))
 
 
+def test_new_results_behind_a_user_event(ctx, queue, rng):
+    """Calls that each take new memory (results, temporaries) behind one unset user event, then
+    the event set: every result right. On NVIDIA's OpenCL (H200, driver 580.159.04) the second
+    such call once crashed the process when the event was set: its pool's new block was migrated
+    to the queue behind the first call's waiting commands (core/memory.py, block_allocator)."""
+    x = rng.standard_normal((2, 700)).astype(np.float32)
+    d = cl_array.to_device(queue, x)
+    wide = cl_array.to_device(queue, np.tile(x, (1, 50)))   # (uploads wait on the host)
+    queue.finish()
+    gate = cl.UserEvent(ctx)
+    out = {}
+
+    def calls():
+        w = [gate]
+        out["sort"] = clradix.sort(d, wait_for=w)
+        out["median"] = clradix.median(d, axis=1, wait_for=w)
+        out["argsort"] = clradix.argsort(d, wait_for=w)
+        out["kth"] = clradix.kthvalue(d, 3, wait_for=w)
+        out["big"] = clradix.sort(wide, wait_for=w)
+        out["topk"] = clradix.topk(d, 5, wait_for=w)
+        out["part"] = clradix.partition(d, 11, wait_for=w)
+    assert returns_within(calls, lambda: gate.set_status(cl.command_execution_status.COMPLETE))
+    queue.finish()
+    np.testing.assert_array_equal(out["sort"].get(), np.sort(x, axis=1))
+    np.testing.assert_array_equal(out["median"].get(), np.median(x, axis=1))
+    np.testing.assert_array_equal(out["argsort"].get(), np.argsort(x, axis=1, kind="stable"))
+    np.testing.assert_array_equal(out["kth"].values.get(), np.sort(x, axis=1)[:, 2])
+    np.testing.assert_array_equal(out["big"].get(), np.sort(np.tile(x, (1, 50)), axis=1))
+    np.testing.assert_array_equal(np.sort(out["topk"].values.get(), axis=1),
+                                  np.sort(np.sort(x, axis=1)[:, -5:], axis=1))
+    np.testing.assert_array_equal(out["part"].get()[:, 11], np.sort(x, axis=1)[:, 11])
+
+
 def test_values_buffer_needs_its_dtype(ctx, queue, rng):
     """Sorting the first 500 of 1000 keys with a 1000-element values Buffer: the width is never
     guessed from the size (it once read them as 8-byte values and wrote past values[500])."""

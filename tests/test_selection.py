@@ -373,16 +373,9 @@ def test_numpy_inputs_and_out(queue, rng):
 def test_wait_for_and_events(queue, rng):
     """The call waits for wait_for (a user event) without waiting on the host; the results'
     only event is the call's."""
-    if "nvidia" in queue.device.platform.name.lower():
-        # H200, driver 580.159.04, pyopencl 2026.1.4, the parameter words as kernel arguments:
-        # each call alone behind the unset event completes, kthvalue on another thread too; the
-        # median, partition and kthvalue behind one unset event, on the main thread or another,
-        # then reading kthvalue's result crashes the process (segmentation fault in the read's
-        # enqueue, after pyopencl's std::bad_cast on its wait list), and kthvalue on another
-        # thread with no wait list did not return in 20 s (BENCHMARKS_NOTES.md, "calls behind a
-        # user event on NVIDIA, narrowed"). A crash would end the whole run.
-        pytest.skip("several selections behind one unset user event crash NVIDIA's OpenCL "
-                    "(see the comment)")
+    # On NVIDIA's OpenCL this once crashed the process when the event was set: the second call's
+    # new pool block was migrated to the queue behind the first call's waiting commands
+    # (core/memory.py, block_allocator; test_reliability.test_new_results_behind_a_user_event)
     x = no_overflow(rng, np.float32, (2, 300))
     d = cl_array.to_device(queue, x)
     ue = cl.UserEvent(queue.context)

@@ -5,7 +5,8 @@ when it returns, while the commands may still be running. A pool hands a release
 next allocation at once, which is safe only for commands that run after the earlier ones: the
 next call on the same in-order queue. So each in-order queue gets its own pool (the most recent
 ``MAX_POOLS`` queues), and out-of-order queues get none (their calls allocate afresh). Blocks are
-allocated with ``ImmediateAllocator``, so that running out of memory fails in the call.
+allocated with ``ImmediateAllocator``, so that running out of memory fails in the call, except on
+NVIDIA's OpenCL (``block_allocator``).
 
 :func:`checked_allocator` is how every call gets its allocator: the caller's, else the pool,
 wrapped so that a failed allocation is a MemoryError naming the bytes and what they were for.
@@ -43,7 +44,7 @@ class QueuePools:
         with self._lock:
             pool = self._pools.pop(queue, None)
             if pool is None:
-                pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+                pool = cl_tools.MemoryPool(block_allocator(queue))
                 while len(self._pools) >= MAX_POOLS:
                     self._pools.pop(next(iter(self._pools))).free_held()
             self._pools[queue] = pool
@@ -55,6 +56,19 @@ class QueuePools:
         with self._lock:
             for pool in self._pools.values():
                 pool.free_held()
+
+
+def block_allocator(queue):
+    """The allocator of a pool's new blocks on ``queue``: pyopencl's ImmediateAllocator (which
+    enqueues the new Buffer's migration to the queue, so that a failed allocation fails here),
+    but on NVIDIA's OpenCL its DeferredAllocator. There, a migration enqueued behind commands that
+    still wait for an unset user event crashes the runtime once the event is set (segmentation
+    fault in clFinish; H200, driver 580.159.04: two sorts or two medians behind one user event;
+    scripts/probe-nvidia-deferred-args.py), and a call's new block follows the commands of the
+    calls before it."""
+    if "nvidia" in queue.device.platform.name.lower():
+        return cl_tools.DeferredAllocator(queue.context)
+    return cl_tools.ImmediateAllocator(queue)
 
 
 def checked_allocator(queue, chosen, what="temporary memory", pools=None):
@@ -69,7 +83,7 @@ def checked_allocator(queue, chosen, what="temporary memory", pools=None):
             alloc = chosen
             if alloc is None and pools is not None:
                 alloc = pools.allocator(queue)
-            box.append(alloc if alloc is not None else cl_tools.ImmediateAllocator(queue))
+            box.append(alloc if alloc is not None else block_allocator(queue))
         try:
             return box[0](max(int(nbytes), 1))
         except (cl.Error, MemoryError) as exc:
