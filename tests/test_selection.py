@@ -560,6 +560,8 @@ def test_policy_checks():
     gpu = plan_selection(fake_profile(), key_codec(np.float32), 1, 1 << 20, 2)
     assert (gpu.wg, gpu.first_bits, gpu.digit_bits, gpu.digits) == (256, 12, 8, 4)
     assert gpu.cap == 1 << 17   # an eighth of the row: a 12-bit digit's share of uniform floats
+    # more ranks, more keys in their groups: a quarter of the row
+    assert plan_selection(fake_profile(), key_codec(np.float32), 1, 1 << 20, 10).cap == 1 << 18
     narrow = plan_selection(fake_profile(), key_codec(np.uint8), 1, 1 << 20, 2)
     assert (narrow.first_bits, narrow.digits) == (8, 1)
     cpu = plan_selection(fake_profile(device_type="cpu", compute_units=2), key_codec(np.float32),

@@ -14,6 +14,7 @@ wrapped so that a failed allocation is a MemoryError naming the bytes and what t
 
 import math
 import threading
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -44,7 +45,12 @@ class QueuePools:
         with self._lock:
             pool = self._pools.pop(queue, None)
             if pool is None:
-                pool = cl_tools.MemoryPool(block_allocator(queue))
+                with warnings.catch_warnings():
+                    # pyopencl warns that a pool of a deferred allocator may learn of a failed
+                    # allocation late: NVIDIA's pools are that by choice (block_allocator)
+                    warnings.filterwarnings("ignore", "Memory pools expect non-deferred",
+                                            UserWarning)
+                    pool = cl_tools.MemoryPool(block_allocator(queue))
                 while len(self._pools) >= MAX_POOLS:
                     self._pools.pop(next(iter(self._pools))).free_held()
             self._pools[queue] = pool

@@ -51,7 +51,7 @@ class SelectionPolicy:
     first_bits: Optional[int] = None      # bits of the first pass (digit_bits to 16; wg_size > 1:
     #                                       at most 12, its local histogram 4 << first_bits bytes)
     cand_cap: Optional[int] = None        # candidates kept per row (None: max(row_len // 32,
-    #                                       1024); GPUs row_len // 8)
+    #                                       1024); GPUs row_len // 8, // 4 for more than 2 ranks)
 
     @property
     def tile(self):
@@ -193,7 +193,11 @@ def plan_selection(profile, codec, rows, row_len, ranks, policy=None):
         first_bits = digit_bits   # (many short rows: the first digit's 16 KiB a row)
     pol = replace(pol, digit_bits=digit_bits, first_bits=first_bits)
     index_name, index_np = index_type(row_len)
-    cap = min(row_len, pol.cand_cap or max(row_len // (8 if profile.is_gpu else 32), 1024))
+    # several ranks' groups hold more keys after the first digit than one rank's (five
+    # quantiles of uniform(0, 1) floats: more than an eighth of the row), and a pass whose
+    # candidates do not fit reads the whole row again
+    share = (4 if ranks > 2 else 8) if profile.is_gpu else 32
+    cap = min(row_len, pol.cand_cap or max(row_len // share, 1024))
     return SelectionPlan(policy=pol, profile=profile, index_name=index_name, index_np=index_np,
                          digits=1 + -(-(codec.bits - first_bits) // digit_bits), groups=groups,
                          cap=cap, ranks=ranks)
