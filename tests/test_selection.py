@@ -475,6 +475,35 @@ def test_allocator_and_temporaries(queue, rng, poisoning_allocator):
 
 # ------------------------------------------------------------------ errors
 
+def test_numpy_edges_and_wide_digit_policies(queue, rng):
+    """numpy's behaviour at the edges (a 0-d array with an axis, keepdims as an integer, an
+    empty slice's one warning), argpartition's out of a wrong dtype named as out, and a policy
+    whose 16-bit digits would take more histogram memory than a call may hold refused by name
+    instead of allocated (it once asked for 8.5 GiB for 2000 rows of 4 keys)."""
+    with pytest.raises(np.exceptions.AxisError, match="axis -1 is out of bounds"):
+        clradix.partition(np.float32(3), 0, queue=queue)
+    np.testing.assert_array_equal(clradix.partition(np.float32(3), 0, axis=None, queue=queue),
+                                  np.partition(np.float32(3), 0, axis=None))
+    x = rng.random((3, 20)).astype(np.float32)
+    assert clradix.median(x, axis=1, keepdims=1, queue=queue).shape == (3, 1)
+    with pytest.raises(TypeError, match="out: argpartition's positions"):
+        clradix.argpartition(x, 5, out=np.empty(x.shape, np.int16), queue=queue)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert np.isnan(clradix.nanquantile(np.zeros(0, np.float32), 0.5, queue=queue))
+    assert [str(m.message) for m in w] == ["Mean of empty slice"]
+    rows = rng.random((2000, 4)).astype(np.float32)
+    q = np.linspace(0, 1, 8)
+    ref = np.quantile(rows, q, axis=1)
+    np.testing.assert_allclose(clradix.quantile(rows, q, axis=1, queue=queue), ref, rtol=1e-6)
+    for wide in (SelectionPolicy(first_bits=16), SelectionPolicy(digit_bits=16)):
+        with pytest.raises(clradix.PolicyError, match=r"bits=16: .* MiB \(more than"):
+            clradix.quantile(rows, q, axis=1, policy=wide, queue=queue)
+    np.testing.assert_allclose(clradix.quantile(rows, q, axis=1, queue=queue,
+                                                policy=SelectionPolicy(first_bits=8)),
+                               ref, rtol=1e-6)
+
+
 def test_errors_as_numpy(queue):
     x = np.arange(10.0)
     d = cl_array.to_device(queue, x)

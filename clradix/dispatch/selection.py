@@ -55,6 +55,7 @@ from numpy.typing import DTypeLike
 
 from ..core.arguments import check_outputs
 from ..core.keys import key_codec
+from ..core.sizes import INDEX_DTYPES
 from ..drivers.rank_select import (PARAM_WORDS, RANKS_FIXED, RANKS_MEDIAN, RANKS_QUANTILE,
                                     SelectOperands, param_scalars)
 from ..policies.selection import MAX_RANKS, SelectionPolicy, check_selection_policy
@@ -111,6 +112,13 @@ def _reduce_axes(axis, ndim):
         raise TypeError(f"axis must be an integer, a tuple of integers or None, got "
                         f"{type(axis).__name__}")
     return tuple(sorted(normalize_axis_tuple(axis, ndim, "axis")))
+
+
+def _keepdims(keepdims):
+    """``keepdims`` as numpy reads it: a bool, or an integer as its truth value."""
+    if isinstance(keepdims, (bool, np.bool_, numbers.Integral, np.integer)):
+        return bool(keepdims)
+    raise TypeError(f"keepdims must be a bool, got {type(keepdims).__name__}")
 
 
 def _one_axis(axis, ndim):
@@ -195,6 +203,8 @@ def _check_kind_order(kind, order):
 def _split(a, kth, axis, want_keys, out, index_dtype, allocator, queue, wait_for, policy,
            what):
     """partition (want_keys) or argpartition of a device Array."""
+    if a.ndim == 0 and axis is not None:   # (numpy: only axis=None flattens a 0-d array)
+        normalize_axis(axis, 0)
     call = Call(a, queue, wait_for, allocator)
     codec = key_codec(a.dtype)
     axes = _one_axis(axis, a.ndim) if a.ndim else None
@@ -273,6 +283,9 @@ def argpartition(a: Any, kth: Union[int, Sequence[int]], axis: Optional[int] = -
     _check_kind_order(kind, order)
     policy = _check_policy(policy)
     if index_dtype is None and out is not None and hasattr(out, "dtype"):
+        if np.dtype(out.dtype) not in INDEX_DTYPES:
+            raise TypeError(f"out: argpartition's positions are int32, uint32, int64 or uint64, "
+                            f"got an out of dtype {np.dtype(out.dtype)}")
         index_dtype = out.dtype
     dev, host = _device_input(a, queue)
     if host:
@@ -297,8 +310,7 @@ def kthvalue(a: Any, k: int, axis: Optional[int] = -1, keepdims: bool = False, *
     Positions are int64 (``index_dtype``: int32, uint32, uint64). ``out``: a pair ``(values,
     indices)`` of arrays; the other options: as for :func:`partition`."""
     policy = _check_policy(policy)
-    if not isinstance(keepdims, (bool, np.bool_)):
-        raise TypeError(f"keepdims must be a bool, got {type(keepdims).__name__}")
+    keepdims = _keepdims(keepdims)
     if not isinstance(k, (numbers.Integral, np.integer)) or isinstance(k, (bool, np.bool_)):
         raise TypeError(f"k must be an integer, got {type(k).__name__}")
     outs: Tuple[Any, Any] = (None, None)
@@ -420,8 +432,7 @@ def _reduce(fn, a, q, axis, out, keepdims, method, skip_nan, allocator, queue, w
     call = Call(a, queue, wait_for, allocator)
     queue = call.queue
     codec = key_codec(a.dtype)
-    if not isinstance(keepdims, (bool, np.bool_)):
-        raise TypeError(f"keepdims must be a bool, got {type(keepdims).__name__}")
+    keepdims = _keepdims(keepdims)
     axes = _reduce_axes(axis, a.ndim)
     median_ = q is None
     if median_:
@@ -506,6 +517,8 @@ def _warn_all_nan(host, axis, res):
     if not np.isnan(np.asarray(res, np.float64)).any():
         return
     axes = _reduce_axes(axis, host.ndim)
+    if host.size == 0 or any(host.shape[x] == 0 for x in (axes or ())):
+        return   # an empty slice: numpy's "Mean of empty slice" only, warned by the call
     if np.isnan(host.astype(np.float32) if host.dtype.name == "bfloat16" else host) \
             .all(axis=axes).any():
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)

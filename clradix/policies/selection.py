@@ -185,12 +185,26 @@ def plan_selection(profile, codec, rows, row_len, ranks, policy=None):
     if pol.wg_size > 1 and first_bits > digit_bits and "first_bits" not in chosen and \
             row_len < WIDE_FIRST_FROM:
         first_bits = digit_bits
-    if pol.wg_size == 1 and digit_bits > 8 and not {"digit_bits", "first_bits"} & set(chosen) \
-            and rows * groups * (ranks + 1) * (4 << digit_bits) > HIST_BUDGET:
-        digit_bits = first_bits = 8
-    if pol.wg_size > 1 and first_bits > digit_bits and "first_bits" not in chosen and \
-            rows * max(4 << first_bits, ranks * (4 << digit_bits)) > HIST_BUDGET:
-        first_bits = digit_bits   # (many short rows: the first digit's 16 KiB a row)
+    def hist_bytes(first, bits):
+        # (4-byte counts; the kernels' are 8 bytes from 2^32 keys a row)
+        if pol.wg_size == 1:   # a slot per work-item, with its counts of keys outside every group
+            return rows * groups * max(4 << first, (ranks + 1) * (4 << bits))
+        return rows * max(4 << first, ranks * (4 << bits))
+    if hist_bytes(first_bits, digit_bits) > HIST_BUDGET:
+        # many rows: the digits the planner chose narrowed (the CPUs' 16-bit slots, the GPUs'
+        # 12-bit first digit: 16 KiB a row)
+        if "digit_bits" not in chosen:
+            digit_bits = min(digit_bits, 8)
+        if "first_bits" not in chosen:
+            first_bits = max(digit_bits, 8) if pol.wg_size == 1 else digit_bits
+        need = hist_bytes(first_bits, digit_bits)
+        wide = [f for f in ("first_bits", "digit_bits") if chosen.get(f, 0) > 8]
+        if need > HIST_BUDGET and wide:   # (8-bit digits go on over the budget: the least)
+            named = ", ".join(f"{f}={chosen[f]}" for f in wide)
+            raise PolicyError(f"policy {named}: the histograms of {rows} rows x {ranks} ranks "
+                              f"would take {need >> 20} MiB (more than the "
+                              f"{HIST_BUDGET >> 20} MiB a call may hold); leave the digit widths "
+                              f"to the planner or choose 8-bit digits")
     pol = replace(pol, digit_bits=digit_bits, first_bits=first_bits)
     index_name, index_np = index_type(row_len)
     # several ranks' groups hold more keys after the first digit than one rank's (five
