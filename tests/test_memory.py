@@ -174,3 +174,24 @@ def test_numpy_input_beyond_the_largest_allocation(ctx, queue, tmp_path):
         msg = str(info.value)
         assert f"allocating {n * 4} bytes of the device copy of " in msg, (name, msg)
         assert f"allocates at most {limit} bytes at once" in msg, (name, msg)
+
+
+def test_pools_of_deferred_blocks(ctx, queue, rng, monkeypatch):
+    """The pools NVIDIA's runtime gets (core/memory.py, block_allocator: pyopencl's
+    DeferredAllocator, whose migration-free blocks keep calls behind a user event from crashing
+    it), run here on this device: results right, blocks reused, and no warning from pyopencl
+    about a pool of a deferred allocator."""
+    import warnings
+    from clradix.core import memory
+    monkeypatch.setattr(memory, "block_allocator",
+                        lambda q: cl_tools.DeferredAllocator(q.context))
+    sorter = clradix.Sorter(ctx)
+    keys = rng.random(5000).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (5000, 1200, 5000):
+            d = cl_array.to_device(queue, keys[:n])
+            sorter.sort(queue, d).wait()
+            np.testing.assert_array_equal(d.get(), np.sort(keys[:n]))
+        pool = sorter._pools.allocator(queue)
+    assert isinstance(pool, cl_tools.MemoryPool) and pool.held_blocks + pool.active_blocks > 0
