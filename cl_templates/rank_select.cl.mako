@@ -558,7 +558,8 @@ ${pass_locals("RMAX * RADIX")}
         loc.head[0] = st->ngroups;
         loc.head[1] = st->flags;
         loc.rowinfo[2] = st->n_src;
-        ulong members = 0;
+% if warp_claims:
+        ulong members = 0;   /* the keys of the groups (ranks of one group share its count) */
         uint seen = 0;
         for (uint r = 0; r < nranks; ++r) {
             loc.gpre[st->group[r]] = (KEY_T)st->prefix[r];
@@ -567,12 +568,18 @@ ${pass_locals("RMAX * RADIX")}
         }
         /* (read before end_pass, which writes head[2]) */
         loc.head[2] = members * WARP_CLAIM_SHARE <= st->n_src;
+% else:
+        for (uint r = 0; r < nranks; ++r)
+            loc.gpre[st->group[r]] = (KEY_T)st->prefix[r];
+% endif
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint ng = loc.head[0];
     const uint flags = loc.head[1];
     const INDEX_T n = (INDEX_T)loc.rowinfo[2];
+% if warp_claims:
     const bool by_warps = loc.head[2] != 0;
+% endif
 ${clear_hist("ng * RADIX")}
     barrier(CLK_LOCAL_MEM_FENCE);
     /* pass p reads the candidates of buffer (p + 1) & 1 and writes those of buffer p & 1 */

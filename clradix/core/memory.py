@@ -22,6 +22,7 @@ import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
 from .arguments import in_order
+from .device import DeviceProfile
 
 MAX_POOLS = 8
 
@@ -69,10 +70,11 @@ def block_allocator(queue):
     enqueues the new Buffer's migration to the queue, so that a failed allocation fails here),
     but on NVIDIA's OpenCL its DeferredAllocator. There, a migration enqueued behind commands that
     still wait for an unset user event crashes the runtime once the event is set (segmentation
-    fault in clFinish; H200, driver 580.159.04: two sorts or two medians behind one user event;
+    fault in clFinish; H200, driver 580.159.04: two medians behind one user event, or a sort, a
+    kthvalue and a sort;
     scripts/probe-nvidia-deferred-args.py), and a call's new block follows the commands of the
     calls before it."""
-    if "nvidia" in queue.device.platform.name.lower():
+    if DeviceProfile.from_device(queue.device).is_nvidia:   # (once a pool)
         return cl_tools.DeferredAllocator(queue.context)
     return cl_tools.ImmediateAllocator(queue)
 
