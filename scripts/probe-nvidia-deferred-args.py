@@ -73,11 +73,11 @@ if len(sys.argv) > 1:   # a child: one library case, its steps printed as they h
         ue = cl.UserEvent(ctx)
         k = clradix.kthvalue(d, 3, wait_for=[ue])
         ue.set_status(cl.command_execution_status.COMPLETE)
-    else:   # median_kthvalue_behind_event, kthvalue_twice_behind_event (_fresh: see above)
+    else:   # two or three calls behind one unset event (_fresh, _plain ...: see above)
         ue = cl.UserEvent(ctx)
-        if sys.argv[1].startswith("sort_twice"):
+        if sys.argv[1].startswith("sort_kthvalue_sort"):
             s0 = clradix.sort(d, wait_for=[ue])
-            k = clradix.kthvalue(d, 3, wait_for=[s0.events[0]])   # (read below)
+            k0 = clradix.kthvalue(d, 3, wait_for=[s0.events[0]])
             k = clradix.sort(d, wait_for=[ue])
         elif sys.argv[1].startswith("median_twice"):
             m0 = clradix.median(d, axis=1, wait_for=[ue])
@@ -125,7 +125,8 @@ for shared in (True, False):
 
 for case in ("median_twice_behind_event_plain", "median_twice_behind_event_plainfree",
              "median_twice_behind_event_immkept", "median_twice_behind_event_deferredpool",
-             "sort_twice_behind_event_deferredpool", "sort_twice_behind_event_plainfree",
+             "sort_kthvalue_sort_behind_event_deferredpool",
+             "sort_kthvalue_sort_behind_event_plainfree",
              "median_twice_behind_event"):
     try:
         p = subprocess.run([sys.executable, "-u", __file__, case], capture_output=True, text=True,
