@@ -1,6 +1,9 @@
 /* Onesweep in one launch (os_fused): the histogram, the scan into digit starts and every digit
-   pass of a sort of n keys (n < 2**29), after one fill that zeroes `work`'s counters and
-   histogram. The work-groups take virtual ids from an atomic counter; the first hist_groups of
+   pass of a sort of n keys (n < 2**29). `work` (the counters and the histogram) is zero when the
+   launch starts and zero again when it ends: the last histogram work-group zeroes the histogram
+   once it has scanned it, and the last tile of the last pass zeroes the counters once every
+   work-group has passed its last use of them, so a block kept for the next launch on an
+   in-order queue needs no fill in between (drivers/onesweep.py, OnesweepFused). The work-groups take virtual ids from an atomic counter; the first hist_groups of
    them count the digits of every pass (os_histogram's work) and zero the rings, and the last of
    those to finish scans the counts into the digit starts (os_bins' work); the others are the
    tiles of pass 0, then of pass 1, ... (os_pass's pass_tile, onesweep_steps.mako), each waiting
@@ -24,8 +27,9 @@ ${steps.pass_fns(fused=True)}
 
 /* `work`: FUSED_HEAD counter words, then the histogram (passes x RADIX counts, and the count of
    -0.0 and NaN keys that count_all_digits also makes, which the tiles here leave unread: they
-   take numpy's order key), then one ring per pass. Counters: [0] virtual work-group ids, [1]
-   histogram work-groups done, [2] digit starts ready, [3 + p] tiles of pass p done. */
+   take numpy's order key). Counters: [0] virtual work-group ids, [1] histogram work-groups done,
+   [2] digit starts ready, [3 + p] tiles of pass p done. `rings`: one status ring per pass, which
+   the histogram work-groups clear. */
 #define FUSED_HEAD ${fused_head}
 #define FUSED_HIST_WORDS ${fused_hist_words}
 
@@ -41,7 +45,8 @@ void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
               __global VALUE_T* vals_a, ulong vals_a_off,
               __global VALUE_T* vals_b, ulong vals_b_off, uint vals_iota,
 % endif
-              __global volatile uint* restrict work, __global INDEX_T* restrict bins,
+              __global volatile uint* restrict work, __global volatile uint* restrict rings,
+              __global INDEX_T* restrict bins,
               uint n, uint begin_bit, uint end_bit, KEY_T flip, uint last_writes_keys,
               uint hist_groups, uint tiles, uint clear_slots)
 {
@@ -50,7 +55,6 @@ void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
     const uint lid = get_local_id(0);
     const uint passes = (end_bit - begin_bit + ${radix_bits - 1}) / ${radix_bits};
     __global INDEX_T* hist = (__global INDEX_T*)(work + FUSED_HEAD);
-    __global volatile uint* rings = work + FUSED_HEAD + FUSED_HIST_WORDS;
     if (lid == 0)
         lvid = atomic_inc(&work[0]);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -69,6 +73,11 @@ void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
                 rake_scan_index(hist + p * RADIX, bins + p * RADIX, RADIX,
                                 s.stage.scan, lid);
             barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+            /* every histogram work-group has counted and the counts are scanned: none is read
+               again this launch */
+            for (uint i = lid; i < FUSED_HIST_WORDS; i += get_local_size(0))
+                ((__global uint*)work)[FUSED_HEAD + i] = 0u;
+            barrier(CLK_GLOBAL_MEM_FENCE);
             if (lid == 0)
                 arrive(&work[2]);
         }
@@ -101,8 +110,12 @@ void os_fused(__global KEY_T* keys_src, ulong keys_src_off,
                   n, shift, digit_mask, flip, 0, status, status + RING * RADIX,
                   bins + p * RADIX, (__global INDEX_T*)0, &s);
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        if (lid == 0)
-            arrive(&work[3 + p]);
+        /* the last tile of the last pass: every work-group of the launch has taken its id and
+           passed its waits (each tile waits for every tile before its pass, the last pass's
+           tiles have all arrived), so the counters are read no more */
+        if (lid == 0 && arrive(&work[3 + p]) == tiles - 1 && p + 1 == passes)
+            for (uint i = 0; i < FUSED_HEAD; ++i)
+                work[i] = 0u;
     }
 }
 % if value_t in ("uint", "ulong"):

@@ -441,3 +441,47 @@ def test_memmap_inputs_are_taken(queue, tmp_path):
     m[:] = x
     np.testing.assert_array_equal(clradix.sort(m, queue=queue), np.sort(x))
     np.testing.assert_array_equal(clradix.argsort(m, queue=queue), np.argsort(x, kind="stable"))
+
+
+# ----------------------------------------------------------------------------- no copy
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.uint64, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_sort_reads_its_input_where_it_lies(queue, rng, dtype):
+    """A 1-D sort reads the keys in the input's own memory and writes the result (no copy
+    first): on every route (one work-group, the CPU buckets, the LSD passes; odd and even pass
+    counts), at an offset into its buffer, into a poisoned ``out``, both directions; the
+    input's bits are unchanged."""
+    for n in (2, 3, 1000, 16384, 16385, 70001, (1 << 20) + 3):
+        x = float_specials(rng, dtype, n + 5)
+        d = cl_array.to_device(queue, x)
+        view, want = d[5:], x[5:]
+        for descending in (False, True):
+            out = cl_array.to_device(queue, np.full(n, 0x5A, np.uint8).view(np.uint8)
+                                     .repeat(np.dtype(dtype).itemsize).view(dtype))
+            got = clradix.sort(view, descending=descending, out=out)
+            assert got is out
+            ref = want[ref_argsort(want, descending)]
+            np.testing.assert_array_equal(bits_of(got.get()), bits_of(ref),
+                                          err_msg=f"n={n} descending={descending}")
+            np.testing.assert_array_equal(bits_of(clradix.sort(view, descending=descending)
+                                                  .get()), bits_of(ref))
+        np.testing.assert_array_equal(bits_of(d.get()), bits_of(x), err_msg="the input changed")
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float32], ids=lambda d: np.dtype(d).name)
+def test_unique_reads_its_input_where_it_lies(queue, rng, dtype):
+    """The unique family sorts from the input's own memory (at an offset, or a strided view
+    gathered first) and leaves it unchanged."""
+    for n in (1, 2, 1000, 70001):
+        x = rng.integers(0, max(2, n // 7), n + 3).astype(dtype)
+        d = cl_array.to_device(queue, x)
+        for view, want in ((d[3:], x[3:]), (d[::2], x[::2])):
+            vals, idx, inv, cnt = clradix.unique(view, return_index=True, return_inverse=True,
+                                                 return_counts=True)
+            rv, ri, rinv, rc = np.unique(want, return_index=True, return_inverse=True,
+                                         return_counts=True)
+            for got, ref in ((vals, rv), (idx, ri), (inv, rinv), (cnt, rc)):
+                np.testing.assert_array_equal(got.get(), ref, err_msg=f"n={n}")
+            np.testing.assert_array_equal(clradix.unique_counts(view).counts.get(), rc)
+        np.testing.assert_array_equal(d.get(), x, err_msg="the input changed")

@@ -264,6 +264,56 @@ def test_fused_value_widths_fallback_and_offsets(ctx, queue, rng):
     check_sort(queue, sorter, float_specials(rng, np.float32, n), "argsort", pad=5)
 
 
+def test_fused_state_block_is_left_zero(ctx, queue, rng):
+    """os_fused's counters and histogram are a block the launch finds zero and leaves zero: on
+    an in-order queue the Sorter keeps one for the queue and fills it only when it makes it (a
+    later call is one command), through calls of growing key widths (a larger block replaces
+    it), several calls behind one user event, and the same keys on an out-of-order queue (a
+    temporary filled every call)."""
+    needs_fused(ctx)
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+    from clradix.bench import count_commands
+    sorter = make(ctx, "local", fused_passes=True)
+
+    def kept():
+        block = sorter._pools._states[queue]
+        got = np.empty(block.size // 4, np.uint32)
+        cl.enqueue_copy(queue, got, block)
+        return got
+
+    for dtype in (np.uint8, np.float32, np.uint64, np.int16):
+        keys = float_specials(rng, dtype, 23 * TILE + 5)
+        check_sort(queue, sorter, keys, "pairs")
+        assert not kept().any(), f"{np.dtype(dtype)}: the state block was left non-zero"
+        d = cl_array.to_device(queue, keys)
+        queue.finish()
+        with count_commands() as counted:
+            sorter.sort(queue, d)
+        queue.finish()
+        assert counted.counts.get("enqueue_fill_buffer", 0) == 0, counted.counts
+        assert not kept().any()
+    gate = cl.UserEvent(ctx)
+    keys = [uniform(rng, np.uint32, 7 * TILE + k) for k in range(3)]
+    arrays = [cl_array.to_device(queue, k) for k in keys]
+    queue.finish()
+    for d in arrays:
+        sorter.sort(queue, d, wait_for=[gate])
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    for d, k in zip(arrays, keys):
+        assert np.array_equal(d.get(), np.sort(k))
+    assert not kept().any()
+    try:
+        ooo = cl.CommandQueue(ctx, properties=cl.command_queue_properties
+                              .OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    except cl.Error:
+        return
+    keys = float_specials(rng, np.float32, 13 * TILE + 1)
+    for _ in range(2):
+        check_sort(ooo, sorter, keys, "argsort")
+    assert ooo not in sorter._pools._states
+
+
 def test_fused_refuses_a_ring_that_would_wrap(ctx, queue, rng):
     """os_fused reuses no ring slot: a ring smaller than a pass's tiles is refused before
     anything is enqueued, and the planner sizes the ring itself when ring_slots is not given."""

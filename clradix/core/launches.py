@@ -243,6 +243,8 @@ class LaunchSequence:
         #: how many scalars a call passes (``Scalar`` arguments: 0 to scalar_count - 1)
         self.scalar_count = 0
         self._positions = {}
+        #: (index in temp_sizes, fill name) of the state block (:meth:`state`), or None
+        self.state_temp = None
 
     def temp(self, nbytes):
         """A temporary of ``nbytes`` bytes for each call: its slot, as ``(Buf(slot), 0)``."""
@@ -277,6 +279,18 @@ class LaunchSequence:
                                   None if lsize is None else tuple(int(x) for x in lsize),
                                   tuple(consts), tuple(bufs), tuple(offs), tuple(scalars)))
 
+    def state(self, name, nbytes):
+        """A block of ``nbytes`` zero bytes when the launches that use it start, which they
+        leave zero when they end (os_fused's counters): on an in-order queue the block that
+        ``states`` (of :meth:`run`) keeps for the queue, filled only when it is made; else a
+        temporary filled (the fill named ``name``) before the first command. Its slot, as
+        ``(Buf(slot), 0)``; one a sequence."""
+        if self.state_temp is not None:
+            raise AssertionError("one state block a sequence")
+        at = self.temp(nbytes)
+        self.state_temp = (int(at[0]) - self._caller_slots, name)
+        return at
+
     def fill(self, name, target, pattern, nbytes):
         """Fill the first ``nbytes`` bytes of temporary ``target`` (a ``temp()`` result)."""
         self.steps.append(_Fill(name, int(target[0]), pattern, int(nbytes)))
@@ -300,7 +314,8 @@ class LaunchSequence:
         """The commands' names, in order (what a driver's trace records)."""
         return [s.name for s in self.steps]
 
-    def run(self, queue, operands, alloc, wait, trace=None, in_order=False, scalars=()):
+    def run(self, queue, operands, alloc, wait, trace=None, in_order=False, scalars=(),
+            states=None):
         """Enqueue the sequence after the events ``wait`` (a list, may be empty): ``operands`` is
         the call's operands (the driver's ``Operands``: (buffer, element offset) pairs, None where
         unused), temporaries come from ``alloc(nbytes)``, ``scalars`` are the integers of its
@@ -311,6 +326,11 @@ class LaunchSequence:
         ``in_order`` queue only the first command waits (for ``wait``): the queue already runs the
         commands one after the other with the memory of each visible to the next, and an event
         wait list is not free there (NVIDIA's runtime spends host time on each).
+
+        ``states(nbytes)`` (on an in-order queue; None: none kept) gives the queue's kept state
+        block of at least ``nbytes`` and the event of its fill when it was just made (the fill
+        enqueued where it was made, else None); without it the state block is a temporary,
+        filled first.
         """
         if operands.__class__ is not self.operands:
             raise TypeError(f"expected {self.operands.__name__}, got "
@@ -319,10 +339,26 @@ class LaunchSequence:
             raise TypeError(f"expected {self.scalar_count} scalars, got {len(scalars)}")
         objs = [None if o is None else o[0] for o in operands]
         offsets = [0 if o is None else o[1] for o in operands]
-        if self.temp_sizes:
-            objs.extend([alloc(nb) for nb in self.temp_sizes])
         evt = None
         wait = wait or None
+        if self.temp_sizes:
+            temps = self.temp_sizes
+            kept = self.state_temp
+            if kept is None:
+                objs.extend([alloc(nb) for nb in temps])
+            else:
+                at, name = kept
+                block, filled = (states(temps[at]) if states is not None and in_order
+                                 else (None, None))
+                objs.extend([block if i == at and block is not None else alloc(nb)
+                             for i, nb in enumerate(temps)])
+                if block is None:
+                    evt = filled = cl.enqueue_fill_buffer(queue, objs[self._caller_slots + at],
+                                                          np.uint32(0), 0, temps[at],
+                                                          wait_for=wait)
+                    wait = None if in_order else [evt]
+                if filled is not None and trace is not None:
+                    trace.append((name, filled))
         for step in self.steps:
             if step.__class__ is _Call:
                 evt = step.fn(queue, objs, offsets, alloc, wait)

@@ -25,6 +25,9 @@ from .arguments import in_order
 from .device import DeviceProfile
 
 MAX_POOLS = 8
+#: the least size of a queue's state block (os_fused's counters and histogram of 64-bit keys
+#: with 8-byte indices take 16.5 KiB)
+STATE_BYTES = 32 << 10
 
 
 class QueuePools:
@@ -33,6 +36,7 @@ class QueuePools:
 
     def __init__(self):
         self._pools = {}   # queue -> MemoryPool, least recently used first
+        self._states = {}  # in-order queue -> its state block (state_block), likewise
         self._lock = threading.Lock()
         self._recent = (None, None)   # (queue, its pool) of the last lookup (one tuple: atomic)
 
@@ -57,6 +61,24 @@ class QueuePools:
             self._pools[queue] = pool
             self._recent = (queue, pool)
             return pool
+
+    def state_block(self, queue, nbytes):
+        """(the state block kept for the in-order ``queue``, of at least ``nbytes``; the event
+        of its fill with zeros when it was made now, else None): launches that find it zero
+        leave it zero (LaunchSequence.state), so only a new block is filled. The fill is
+        enqueued under the lock, so a call on another thread that gets the block enqueues its
+        commands after it."""
+        with self._lock:
+            block = self._states.pop(queue, None)
+            filled = None
+            if block is None or block.size < nbytes:
+                block = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
+                                  max(int(nbytes), STATE_BYTES))
+                filled = cl.enqueue_fill_buffer(queue, block, np.uint32(0), 0, block.size)
+                while len(self._states) >= MAX_POOLS:
+                    self._states.pop(next(iter(self._states)))
+            self._states[queue] = block
+            return block, filled
 
     def free_held(self):
         """Release the blocks the pools hold for reuse (blocks still in use stay allocated)."""

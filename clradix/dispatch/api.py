@@ -131,6 +131,15 @@ def sort(a: Union[np.ndarray, cl_array.Array], axis: Optional[int] = -1,
     if out is not None:
         _check_sort_out(a, res)
     rows = call.rows_out(res, lay, lay.row_len, "sort rows")
+    if lay.rows == 1 and lay.direct and rows is not a and lay.row_len > 1:
+        # one row in a's own memory: the sort reads it there and writes the result, no copy
+        evt = call.sorter.enqueue_keys(call.queue, codec, lay.size, rows.base_data,
+                                       rows.offset // rows.dtype.itemsize, descending,
+                                       call.wait, call.allocator,
+                                       src=(a.base_data, a.offset // a.dtype.itemsize))
+        call.read(a, call.then(evt))
+        call.done()
+        return res
     keys = call.keys_in(a, lay, "sort rows", into=rows)   # (a sorted in place: a itself)
     if lay.row_len > 1 and lay.size:
         call.then(_sort_rows(call, codec, lay, keys, a.dtype, descending))

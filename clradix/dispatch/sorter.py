@@ -348,32 +348,41 @@ class Sorter:
         return checked
 
     def enqueue_keys(self, queue, codec, n, keys, keys_off, descending, wait, allocator=None,
-                     out=None, out_off=0, index_bytes=0):
+                     out=None, out_off=0, index_bytes=0, src=None):
         """Sort ``n`` keys (every bit) at element ``keys_off`` of the Buffer ``keys`` in place,
         or with ``out`` write their stable argsort there (``index_bytes``-byte indices) and
-        leave them alone; the event of the last command. Operands are taken as checked (n >= 2,
-        one context, no overlap): the half of ``sort`` / ``argsort`` after their checks,
-        shared with the numpy-like functions."""
+        leave them alone; with ``src`` (Buffer, element offset) the keys are read there, only
+        read, and the sorted keys written at ``keys`` (with ``out``: both), no copy enqueued.
+        The event of the last command. Operands are taken as checked (n >= 2, one context, no
+        overlap): the half of ``sort`` / ``argsort`` after their checks, shared with the
+        numpy-like functions."""
         checked = self._check_queue(queue)
+        dst = (keys, keys_off)
         if out is None:
             return self._enqueue(queue, codec, 0, n, 0, codec.bits, descending, False,
-                                 SortOperands((keys, keys_off), (keys, keys_off)), allocator,
-                                 wait, checked)
+                                 SortOperands(src or dst, dst), allocator, wait, checked,
+                                 src is not None)
+        if src is None:
+            operands = SortOperands(dst, None, vals_out=(out, out_off))
+        else:
+            operands = SortOperands(src, dst, vals_out=(out, out_off))
         return self._enqueue(queue, codec, index_bytes, n, 0, codec.bits, descending, True,
-                             SortOperands((keys, keys_off), None, vals_out=(out, out_off)),
-                             allocator, wait, checked)
+                             operands, allocator, wait, checked, src is not None)
 
     def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
-                 operands, allocator, wait, checked):
+                 operands, allocator, wait, checked, keys_out=False):
         """Enqueue the prepared work of the call configuration (sort and argsort alike; planned,
         built and made ready by the planner on its first call)."""
         _, in_order, device, _ = checked
         prepared = self.planner.sort_work(device, codec, value_bytes, n, begin_bit, end_bit,
-                                          descending, argsort)
-        alloc = None
+                                          descending, argsort, keys_out)
+        alloc = states = None
         if prepared.sequence.temp_sizes:
             alloc = checked_allocator(queue, allocator or self.allocator, pools=self._pools)
-        return prepared.run(queue, operands, alloc, wait, in_order)
+            if in_order and prepared.sequence.state_temp is not None:
+                pools = self._pools
+                states = lambda nbytes: pools.state_block(queue, nbytes)  # noqa: E731
+        return prepared.run(queue, operands, alloc, wait, in_order, states=states)
 
     def _done(self, queue, evt, wait, *operands):
         """The call's event (a marker when nothing was enqueued), attached to the arrays."""

@@ -133,17 +133,16 @@ def _encode(x, name, *, sort, nan_distinct, perm, counts, starts=False, allocato
     pd = payload_dtype(n)
     order = None
     if sort:
+        # the sorted keys (and their positions) in one sort from x's own memory (a strided x
+        # gathered into a temporary first), never in place: the sort reads x, writes keys
+        flat = call.flat_in(x, "unique keys")
         keys = call.temp("unique keys", x.dtype, (n,))
-        call.copy_in(x, "unique keys", keys)
-        if perm:
-            order = call.temp("unique positions", pd, (n,))
-            call.then(families_for(ctx).iota(queue, order.base_data, 0, n, pd, call.wait))
-            call.then(sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n,
-                                  values=order.base_data, value_dtype=pd, wait_for=call.wait,
-                                  allocator=allocator))
-        else:
-            call.then(sorter.sort(queue, keys.base_data, dtype=x.dtype, n=n,
-                                  wait_for=call.wait, allocator=allocator))
+        order = call.temp("unique positions", pd, (n,)) if perm else None
+        evt = call.then(sorter.enqueue_keys(
+            queue, codec, n, keys.base_data, 0, False, call.wait, allocator,
+            out=None if order is None else order.base_data, index_bytes=pd.itemsize,
+            src=(flat.base_data, flat.offset // x.dtype.itemsize)))
+        call.read(x, evt)
         key_at = (keys.base_data, 0)
     else:
         flat = call.flat_in(x, "run keys")

@@ -8,7 +8,7 @@ sorted by a work-item of its own within the cache."""
 from typing import Tuple
 
 from ..core.keys import VALUE_BYTES
-from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
+from ..core.launches import VALS_IN, VALS_OUT, Buf, Off
 from ..core.sizes import index_bytes
 from ..policies.sort import NO_DEBUG
 from .digit_passes import BlockCounts
@@ -147,7 +147,9 @@ class ChunkBuckets(Chunks):
         return (super().temp_bytes(policy, profile, n, key_bytes, value_bytes, passes)
                 + sum(cls.tables(policy, profile, n, bits, key_bytes, index_bytes(n))))
 
-    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+    def build_sequence(self, seq, job):
+        n, begin_bit, end_bit, descending = job.n, job.begin_bit, job.end_bit, job.descending
+        argsort, values = job.argsort, job.values
         kb = self.codec.itemsize
         vb = VALUE_BYTES[self.value_t]
         top, fine = self.digits(self.policy, n, end_bit - begin_bit)
@@ -157,10 +159,10 @@ class ChunkBuckets(Chunks):
         sampled = self.codec.kind == "float"
         fine_mask = (1 << fine) - 1 if sampled else mask
         chunk_len, chunks = self.grid(self.policy, self.profile, n)
-        keys = (Buf(KEYS_IN), Off(KEYS_IN))
+        keys, dst = self.key_operands(job)
         # (the ping-pong buffers first, as the other sorts ask for theirs)
         ka = seq.temp(n * kb)
-        kb_ = seq.temp(n * kb) if argsort else keys      # where the keys end
+        kb_ = dst or seq.temp(n * kb)      # where the keys end
         scatter = [*keys, *ka]
         vals_a = vals_b = None
         if argsort or values:

@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..core.keys import VALUE_BYTES
-from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, LaunchSequence, Off
+from ..core.launches import KEYS_IN, KEYS_OUT, VALS_IN, VALS_OUT, Buf, LaunchSequence, Off
 from ..core.sizes import index_bytes, round_up
 from ..policies.sort import NO_DEBUG
 from .base import Build, Driver
@@ -18,7 +18,9 @@ from .base import Build, Driver
 class SortJob:
     """One sort configuration as a driver sees it: ``n`` keys sorted by bits [begin_bit, end_bit)
     of the order key, descending or not; in place (the keys in slot KEYS_IN, with ``values`` in
-    VALS_IN) or, ``argsort``, from the keys (only read) to the indices (slot VALS_OUT)."""
+    VALS_IN) or, ``argsort``, from the keys (only read) to the indices (slot VALS_OUT).
+    ``keys_out``: the sorted keys are written to slot KEYS_OUT and those in KEYS_IN only read
+    (a sorted copy without a copy command; with ``argsort``, the keys and their indices)."""
 
     n: int
     begin_bit: int
@@ -26,6 +28,7 @@ class SortJob:
     descending: bool
     argsort: bool
     values: bool
+    keys_out: bool = False
 
 
 class DigitPasses(Driver):
@@ -113,33 +116,46 @@ class DigitPasses(Driver):
     def sequence(self, job):
         """The ready launch sequence of a SortJob."""
         seq = LaunchSequence(self)
-        if job.argsort and (job.n <= 1 or job.begin_bit == job.end_bit):
-            # nothing to sort: the indices in order
-            seq.launch("rts_iota", "rts_iota", (round_up(job.n, 256),), None,
-                       [Buf(VALS_OUT), Off(VALS_OUT), job.n])
-            return seq
-        self.build_sequence(seq, job.n, job.begin_bit, job.end_bit, job.descending, job.argsort,
-                            job.values)
+        if job.n <= 1 or job.begin_bit == job.end_bit:
+            # nothing to sort: the indices in order, the keys copied where they are asked for
+            if job.argsort:
+                seq.launch("rts_iota", "rts_iota", (round_up(job.n, 256),), None,
+                           [Buf(VALS_OUT), Off(VALS_OUT), job.n])
+            if job.keys_out and job.n:
+                kb = self.codec.itemsize
+                seq.copy("copy keys", (Buf(KEYS_IN), Off(KEYS_IN)), (Buf(KEYS_OUT), Off(KEYS_OUT)),
+                         job.n * kb, kb)
+            if job.argsort or job.keys_out:
+                return seq
+        self.build_sequence(seq, job)
         return seq
 
-    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+    @staticmethod
+    def key_operands(job):
+        """(where the keys are read, where the sorted keys go: None for an argsort that leaves
+        them unwritten) of a SortJob, as (Buf, Off) pairs."""
+        keys = (Buf(KEYS_IN), Off(KEYS_IN))
+        if job.keys_out:
+            return keys, (Buf(KEYS_OUT), Off(KEYS_OUT))
+        return keys, None if job.argsort else keys
+
+    def build_sequence(self, seq, job):
         """The digit passes between ping-pong buffers, and the copy home an in-place sort with an
         odd number of passes owes."""
-        passes = digit_passes(self.policy.radix_bits, begin_bit, end_bit)
+        n = job.n
+        passes = digit_passes(self.policy.radix_bits, job.begin_bit, job.end_bit)
         kb = self.codec.itemsize
         vb = VALUE_BYTES[self.value_t]
-        keys = (Buf(KEYS_IN), Off(KEYS_IN))
-        if argsort:
-            key_io, key_copy = stream(keys, None, len(passes), seq.temp, n * kb)
+        keys, keys_dst = self.key_operands(job)
+        key_io, key_copy = stream(keys, keys_dst, len(passes), seq.temp, n * kb)
+        val_io = val_copy = None
+        if job.argsort:
             val_io, val_copy = stream(None, (Buf(VALS_OUT), Off(VALS_OUT)), len(passes),
                                       seq.temp, n * vb)
-        else:
-            key_io, key_copy = stream(keys, keys, len(passes), seq.temp, n * kb)
-            val_io = val_copy = None
-            if values:
-                vals = (Buf(VALS_IN), Off(VALS_IN))
-                val_io, val_copy = stream(vals, vals, len(passes), seq.temp, n * vb)
-        self.sequence_passes(seq, n, passes, descending, key_io, val_io, argsort)
+        elif job.values:
+            vals = (Buf(VALS_IN), Off(VALS_IN))
+            val_io, val_copy = stream(vals, vals, len(passes), seq.temp, n * vb)
+        self.sequence_passes(seq, n, passes, job.descending, key_io, val_io, job.argsort)
         for name, copy, width in (("copy keys", key_copy, kb), ("copy values", val_copy, vb)):
             if copy is not None:
                 seq.copy(name, copy[0], copy[1], n * width, width)

@@ -205,10 +205,13 @@ def _c_version(device):
 
 
 class OnesweepFused(Onesweep):
-    """Onesweep in one launch (os_fused) after one fill: the histogram work-groups, the scan and
-    the tiles of every pass take virtual ids from one counter, and a pass's tiles wait until the
-    one before has written its keys. Temporary memory beyond the ping-pong buffers: the counters,
-    the histogram and one status ring per pass, and the digit starts."""
+    """Onesweep in one launch (os_fused): the histogram work-groups, the scan and the tiles of
+    every pass take virtual ids from one counter, and a pass's tiles wait until the one before
+    has written its keys. The counters and the histogram are a state block (LaunchSequence.state)
+    that the launch finds zero and leaves zero, so on an in-order queue a call is one command
+    (the queue's kept block) and elsewhere a fill and the launch. Temporary memory beyond the
+    ping-pong buffers: one status ring per pass, the digit starts, and the state block where the
+    queue keeps none."""
 
     template = "onesweep_fused.cl.mako"
     kernel_names = ("os_fused",)
@@ -220,23 +223,23 @@ class OnesweepFused(Onesweep):
 
     @classmethod
     def _layout(cls, policy, index_bytes, key_bits, npasses):
-        """(bytes the fill zeroes: the counters and the histogram, bytes of `work`: those and a
-        status ring per pass, bytes of the digit starts) as os_fused lays them out."""
-        head = sum(fused_words(policy, index_bytes, key_bits)) * 4
-        return (head, head + npasses * ring_words(policy) * 4,
-                2 * npasses * policy.radix * index_bytes)
+        """(bytes of the state block: the counters and the histogram, bytes of the rings: one a
+        pass, bytes of the digit starts) as os_fused lays them out."""
+        return (sum(fused_words(policy, index_bytes, key_bits)) * 4,
+                npasses * ring_words(policy) * 4, 2 * npasses * policy.radix * index_bytes)
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
-        _, work, bins = cls._layout(policy, index_bytes(n), 8 * key_bytes, len(passes))
-        return n * (key_bytes + value_bytes) + work + bins
+        return n * (key_bytes + value_bytes) + sum(cls._layout(policy, index_bytes(n),
+                                                               8 * key_bytes, len(passes)))
 
     def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
         pol = self.policy
         wg = pol.wg_size
-        head, work_bytes, bins_bytes = self._layout(pol, self.index_bytes, self.codec.bits,
-                                                    len(passes))
-        work, bins = seq.temp(work_bytes)[0], seq.temp(bins_bytes)[0]
+        state_bytes, ring_bytes, bins_bytes = self._layout(pol, self.index_bytes,
+                                                           self.codec.bits, len(passes))
+        state = seq.state("fill counters", state_bytes)[0]
+        rings, bins = seq.temp(ring_bytes)[0], seq.temp(bins_bytes)[0]
         tiles = -(-n // pol.tile)
         hist_groups = self.hist_groups(n, wg)
         begin, end = passes[0][0], passes[-1][0] + passes[-1][1]
@@ -248,10 +251,9 @@ class OnesweepFused(Onesweep):
                 vfirst = va          # (not read: the first pass makes the indices)
             args += [*vfirst, *va, *vb, int(bool(iota))]
         write_last = int(key_io[-1][1] is not None)
-        seq.fill("fill counters", (work, 0), np.uint32(0), head)
         seq.launch("os_fused", "os_fused", ((hist_groups + len(passes) * tiles) * wg,), (wg,),
-                   args + [work, bins, n, begin, end, self.codec.flip(descending), write_last,
-                           hist_groups, tiles, min(pol.ring_slots, tiles)])
+                   args + [state, rings, bins, n, begin, end, self.codec.flip(descending),
+                           write_last, hist_groups, tiles, min(pol.ring_slots, tiles)])
 
 
 def _first_and_pingpong(io):

@@ -3,7 +3,7 @@ every pass in local memory, so no temporary memory. rts_small (reduce_then_scan.
 split passes) and os_small (onesweep_small.cl.mako: 8-bit digits ranked as onesweep ranks them) take
 the same parameters."""
 
-from ..core.launches import KEYS_IN, VALS_IN, VALS_OUT, Buf, Off
+from ..core.launches import VALS_IN, VALS_OUT, Buf, Off
 from ..policies.sort import NO_DEBUG
 from .digit_passes import DigitPasses
 from .onesweep import onesweep_options, ranking_params
@@ -29,18 +29,19 @@ class SingleWorkGroup(DigitPasses):
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
         return 0   # the keys stay in local memory
 
-    def build_sequence(self, seq, n, begin_bit, end_bit, descending, argsort, values):
+    def build_sequence(self, seq, job):
         """keys_in to keys_out (or only read, argsort), values from vals_in (or the indices) to
         vals_out, in one launch."""
-        keys = [Buf(KEYS_IN), Off(KEYS_IN)]
-        args = keys + keys
-        if argsort:
+        keys, dst = self.key_operands(job)
+        args = [*keys, *(dst or keys)]
+        if job.argsort:
             out = [Buf(VALS_OUT), Off(VALS_OUT)]
             args += out + out + [1]
-        elif values:
+        elif job.values:
             vals = [Buf(VALS_IN), Off(VALS_IN)]
             args += vals + vals + [0]
-        args += [n, begin_bit, end_bit, self.codec.flip(descending), int(not argsort)]
+        args += [job.n, job.begin_bit, job.end_bit, self.codec.flip(job.descending),
+                 int(dst is not None)]
         wg = self.policy.wg_size
         kernel = self.kernel_names[0]
         seq.launch(kernel, kernel, (wg,), (wg,), args)

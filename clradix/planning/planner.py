@@ -74,12 +74,13 @@ class Prepared:
     def __init__(self, driver, sequence, lock, plan=None):
         self.driver, self.sequence, self.plan, self._lock = driver, sequence, plan, lock
 
-    def run(self, queue, operands, alloc, wait, in_order=False, scalars=()):
-        """Enqueue the sequence with the call's operands (the driver's Operands) and scalars
-        (see LaunchSequence.run); the event of its last command, or None when it has none."""
+    def run(self, queue, operands, alloc, wait, in_order=False, scalars=(), states=None):
+        """Enqueue the sequence with the call's operands (the driver's Operands), scalars and
+        kept state blocks (see LaunchSequence.run); the event of its last command, or None when
+        it has none."""
         with self._lock:
             return self.sequence.run(queue, operands, alloc, wait, self.driver.trace, in_order,
-                                     scalars)
+                                     scalars, states)
 
 
 class Planner:
@@ -234,16 +235,16 @@ class Planner:
                                            job, None))
 
     def sort_work(self, device, codec, value_bytes, n, begin_bit, end_bit, descending,
-                  argsort=False):
+                  argsort=False, keys_out=False):
         """The Prepared of one sort configuration (kept; made ready on first use): the one place
         a SortJob and its configuration's key are made, for the Sorter's calls and the sorts
         inside other operations (top-k's global route)."""
         key = (device.int_ptr, codec.dtype, value_bytes, n, begin_bit, end_bit, bool(descending),
-               argsort)
+               argsort, keys_out)
         prepared = self.ready(key)
         if prepared is None:
             job = SortJob(n, begin_bit, end_bit, bool(descending), argsort,
-                          bool(value_bytes) and not argsort)
+                          bool(value_bytes) and not argsort, keys_out)
             prepared = self.prepare_sort(key, device, codec, value_bytes, job)
         return prepared
 

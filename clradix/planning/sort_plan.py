@@ -31,8 +31,8 @@ from ..policies.fit import clamp_wg, ranking_backends, shrink_items, three_quart
 from ..policies.sort import (NO_DEBUG, POLICIES, ChunksPolicy, SortDebug, SortPolicy,
                              check_radix_bits, check_sort_overrides)
 from ..policies.sort_defaults import (DEFAULTS, NVIDIA_FUSED_MAX, bucket_fields, chunk_radix_bits,
-                                      default_policy, nvidia_pass_tile, small_policy_entry,
-                                      workgroup_cpu_policy)
+                                      default_policy, nvidia_fused_items, nvidia_pass_tile,
+                                      small_policy_entry, workgroup_cpu_policy)
 
 DRIVERS = {"reduce_then_scan": ReduceThenScan, "onesweep": Onesweep, "single_wg": SingleWorkGroup,
            "chunks": Chunks}
@@ -156,6 +156,9 @@ def plan_sort(profile, codec, value_bytes, n, tuned=None, debug=NO_DEBUG, **over
     if (nvidia_onesweep and "fused_passes" not in fields and n <= NVIDIA_FUSED_MAX
             and ("ring_slots" not in fields or policy.ring_slots * policy.tile >= n)):
         policy = replace(policy, fused_passes=True)
+        items = nvidia_fused_items(n)
+        if items and "items_per_thread" not in fields:
+            policy = replace(policy, items_per_thread=min(items, policy.items_per_thread))
     tile = (nvidia_pass_tile(kb, vb, codec.kind == "float")
             if nvidia_onesweep and not policy.fused_passes else None)
     if tile:

@@ -60,6 +60,22 @@ LARGE_SORT = 1 << 18
 # the whole pass before them).
 NVIDIA_FUSED_MAX = 1 << 21
 
+# NVIDIA, os_fused below LARGE_SORT: items per work-item by the keys' number (at most this
+# many keys: this many items), so that a pass has tiles enough for the SMs; the one launch's
+# passes wait for each other, and a pass of few large tiles takes the time of one tile
+# (BENCHMARKS_NOTES.md, "os_fused's tile at the one-launch sizes": 2^14 uint32 keys 31.6 us at
+# 256 x 4 against 40.2 at 256 x 16, 2^16 40.7 at 256 x 12 against 43.4).
+NVIDIA_FUSED_SMALL_ITEMS = ((1 << 14, 4), (1 << 15, 8), (LARGE_SORT - 1, 12))
+
+
+def nvidia_fused_items(n):
+    """os_fused's items per work-item for n keys below LARGE_SORT (None from it: the entry's)."""
+    for most, items in NVIDIA_FUSED_SMALL_ITEMS:
+        if n <= most:
+            return items
+    return None
+
+
 # NVIDIA, onesweep in separate launches (beyond NVIDIA_FUSED_MAX): the pass's work-group, tile
 # (items per work-item) and register cap (-cl-nv-maxrregcount; 0: the compiler's choice) by key
 # width, whether the keys are floating-point and whether values travel with them. A capped pass
