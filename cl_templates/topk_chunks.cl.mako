@@ -141,26 +141,45 @@ static void sort_pairs(__global KEY_T* k, __global INDEX_T* p, __global KEY_T* s
 
 /* Reads keys [lo, hi) of the row into the buffer (m pairs so far): a key enters unless `full`
    and its sort key is at least `limit`; a full buffer (cap pairs) keeps its best k, and `limit`
-   becomes the k-th best's key. Returns whether the buffer filled. */
+   becomes the k-th best's key. Returns whether the buffer filled. Once the buffer has a limit,
+   each block of SCAN_BLOCK keys first takes its least sort key in a loop with no branch and no
+   store, which the compiler turns into vector lanes, and is passed over when even that key does
+   not enter: after the first blocks, most of them. (A select, not the min() builtin: PoCL keeps
+   a loop over min() scalar, 16x slower; BENCHMARKS_NOTES.md, "the CPU top-k scan in vector
+   lanes".) */
+#define SCAN_BLOCK 64
+
 static int scan_chunk(const __global KEY_T* src, INDEX_T lo, INDEX_T hi, KEY_T flip,
                       __global KEY_T* buf_k, __global INDEX_T* buf_p, INDEX_T cap, INDEX_T k,
                       INDEX_T* m_io, KEY_T limit, int full)
 {
     INDEX_T m = *m_io;
     int filled = 0;
-    for (INDEX_T i = lo; i < hi; ++i) {
-        const KEY_T sk = order_key(src[i], flip);
-        if (full && sk >= limit)
-            continue;   /* no better than the k-th so far (a later position loses a tie) */
-        buf_k[m] = sk;
-        buf_p[m] = i;
-        if (++m == cap) {
-            select_best(buf_k, buf_p, m, k);
-            m = k;
-            limit = buf_k[0];   /* the k-th best's key: the largest of the best k */
-            for (INDEX_T j = 1; j < k; ++j)
-                limit = max(limit, buf_k[j]);
-            full = filled = 1;
+    for (INDEX_T b = lo; b < hi; b += SCAN_BLOCK) {
+        const INDEX_T e = min(b + (INDEX_T)SCAN_BLOCK, hi);
+        if (full && e - b == SCAN_BLOCK) {
+            KEY_T least = (KEY_T)~(KEY_T)0;
+            for (uint j = 0; j < SCAN_BLOCK; ++j) {
+                const KEY_T sk = order_key(src[b + j], flip);
+                least = sk < least ? sk : least;
+            }
+            if (least >= limit)
+                continue;   /* no key of the block enters */
+        }
+        for (INDEX_T i = b; i < e; ++i) {
+            const KEY_T sk = order_key(src[i], flip);
+            if (full && sk >= limit)
+                continue;   /* no better than the k-th so far (a later position loses a tie) */
+            buf_k[m] = sk;
+            buf_p[m] = i;
+            if (++m == cap) {
+                select_best(buf_k, buf_p, m, k);
+                m = k;
+                limit = buf_k[0];   /* the k-th best's key: the largest of the best k */
+                for (INDEX_T j = 1; j < k; ++j)
+                    limit = max(limit, buf_k[j]);
+                full = filled = 1;
+            }
         }
     }
     *m_io = m;

@@ -689,6 +689,27 @@ def test_chunks_sample_bound_too_tight(ctx, queue, monkeypatch, index_bits):
         check_topk(queue, x, k, True, True, selector=sel)
         check_topk(queue, -x, k, False, True, selector=sel)
 
+
+def test_chunks_blocks_passed_over(ctx, queue, rng):
+    """The chunked route reads a chunk in blocks of 64 keys and passes over a block whose least
+    sort key does not enter: the k best planted at the blocks' first and last places, in the
+    trailing partial block, and keys equal to the k-th best (ties, the smaller position first)
+    on both sides of a block's edge, on the default route's chunks (no policy field set), both
+    directions, keys of 4 and 8 bytes."""
+    if not ctx.devices[0].type & cl.device_type.CPU:
+        pytest.skip("the chunked top-k is the CPUs' route")
+    sel = clradix.Selector(ctx)
+    n = (1 << 18) + 37
+    for dtype in (np.float32, np.int64):
+        x = (rng.random(n) * 1000).astype(dtype)
+        top = np.array([0, 63, 64, 127, 128, 4095, 4096, n // 2 - 1, n // 2, n - 37, n - 1])
+        x[top] = 5000 + np.arange(len(top))
+        x[[191, 192, 193, n - 2]] = 5000        # ties with the least of the planted keys
+        for k in (1, 11, 12, 14, 100):
+            check_topk(queue, x, k, True, True, selector=sel)
+            check_topk(queue, -x, k, False, True, selector=sel)
+
+
 # ----------------------------------------------------------------------------- events
 
 
