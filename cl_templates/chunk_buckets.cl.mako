@@ -16,7 +16,8 @@
 ##
 ## Parameters: key codec (key_kind, key_bits, key_t, key_inf_bits), radix_bits (2..12: the
 ## buckets' number), lines (the bucket pass's write-combining lines), run_bits (the widest digit
-## of a bucket's passes, cb_lsd), value_t (None for keys only), index_t ("uint" when every index
+## of a bucket's passes, cb_lsd), wide_runs (large runs of 32-bit keys may take 12-bit digits:
+## cb_bucket_lsd), value_t (None for keys only), index_t ("uint" when every index
 ## fits 32 bits, else "ulong").
 <%namespace name="common" file="common.mako"/>
 <%namespace name="steps" file="chunks_steps.mako"/>
@@ -161,8 +162,11 @@ __kernel ONE_ITEM void cb_lut(__global uint* restrict samples, uint chunks, uint
 }
 
 ${steps.pass_kernels(True)}
-${steps.run_sort_fns(False)}
+${steps.run_sort_fns(wide_runs)}
 ${steps.lsd_fn("cb_lsd_based", run_bits, True)}
+% if wide_runs:
+${steps.lsd_fn("cb_lsd_based_wide", 12, True)}
+% endif
 
 /* The LSD passes of every run of a bucket (the whole bucket, or a part of it after a split):
    the keys' digits less the bucket's base (bucket_bits), as the split and the insertion sort
@@ -173,6 +177,19 @@ static void cb_bucket_lsd(__global KEY_T* x, __global KEY_T* y,
                           ${steps.vparams("vx", "vy", 26)}INDEX_T len, uint lo, uint hi, KEY_T flip,
                           KEY_T base, uint end_in_y)
 {
+% if wide_runs:
+    /* a run of at least WIDE_MIN keys whose bits take fewer passes of 12-bit digits than of
+       run_bits-bit ones (24 bits: 2, not 3) takes the 12-bit passes: 4-9 % less time for sorts
+       of 2^20 to 2^24 keys; smaller runs were slower, their 4096 counters a pass outweighing a
+       pass saved (BENCHMARKS_NOTES.md, "the CPU sort's in-bucket passes of 12-bit digits") */
+    if (len >= WIDE_MIN && (hi - lo + 11) / 12 < (hi - lo + ${run_bits - 1}) / ${run_bits}) {
+        if (base)
+            cb_lsd_based_wide(x, y, ${steps.vargs("vx", "vy")}len, lo, hi, flip, base, end_in_y);
+        else
+            cb_lsd_wide(x, y, ${steps.vargs("vx", "vy")}len, lo, hi, flip, end_in_y);
+        return;
+    }
+% endif
     if (base)
         cb_lsd_based(x, y, ${steps.vargs("vx", "vy")}len, lo, hi, flip, base, end_in_y);
     else

@@ -274,6 +274,18 @@ def test_chunk_buckets(g, rng, dtype, mode):
     check_sort(g, sorter, keys, mode, pad=3, rng=rng)
 
 
+@pytest.mark.parametrize("dtype, mode", [(np.uint32, "pairs"), (np.float32, "argsort")],
+                         ids=["uint32-pairs", "float32-argsort"])
+def test_chunk_buckets_wide_runs(g, rng, dtype, mode):
+    """A bucket of 32-bit keys over WIDE_MIN keys that differ in 22 bits: its passes of 12-bit
+    digits (cb_lsd_based_wide), beside buckets of 9-bit passes."""
+    sorter = g.sorter(algorithm="chunks", wg_size=1, items_per_thread=1024, blocks_per_cu=2)
+    keys = np.empty(4700, np.uint32)
+    keys[:4400] = np.uint32(0x3F800000) + rng.integers(0, 1 << 22, 4400).astype(np.uint32)
+    keys[4400:] = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype(np.uint32)
+    check_sort(g, sorter, keys.view(dtype), mode, rng=rng)
+
+
 @pytest.mark.parametrize("dtype, mode", [(np.float32, "keys"), (np.float32, "argsort"),
                                          (np.float64, "pairs")],
                          ids=["float32-keys", "float32-argsort", "float64-pairs"])

@@ -360,6 +360,28 @@ def test_chunk_buckets(ctx, queue, rng, poisoning_allocator, dtype, bucket_keys)
     check_sort(queue, sorter, keys, "argsort", descending=True)
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32], ids=str)
+def test_chunk_buckets_wide_runs(ctx, queue, rng, dtype):
+    """Buckets of 32-bit keys with at least WIDE_MIN keys whose bits take fewer 12-bit passes
+    than 9-bit ones (a third of the keys within 2^22 values: one bucket of 22 bits, two passes
+    of 12 bits instead of three), beside buckets that keep 9-bit passes (a cluster of 2^15
+    values: 15 bits, two passes either way; the rest spread), with float specials; keys, pairs,
+    argsort, descending and a bit range, against numpy."""
+    if not ctx.devices[0].type & cl.device_type.CPU:
+        pytest.skip("the chunked sort is the CPUs' route")
+    sorter = clradix.Sorter(ctx, algorithm="chunks")
+    n = 120011
+    keys = float_specials(rng, dtype, n)
+    u = keys.view(np.uint32)
+    base = np.uint32(0x3F800000) if dtype == np.float32 else np.uint32(0x12000000)
+    u[: n // 3] = base + rng.integers(0, 1 << 22, n // 3).astype(np.uint32)
+    u[n // 3: n // 2] = base + np.uint32(1 << 24) + rng.integers(0, 1 << 15, n // 2 - n // 3).astype(np.uint32)
+    rng.shuffle(u)
+    for op in SORT_OPS:
+        check_sort(queue, sorter, keys, op, descending=op == "argsort")
+    check_sort(queue, sorter, keys, "pairs", begin_bit=2, end_bit=30)
+
+
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", [np.uint16, np.int32, np.float32, np.float64], ids=str)
 def test_chunk_buckets_distributions(ctx, queue, rng, dtype, dist):

@@ -30,6 +30,10 @@ FINE_BELOW_N = 2
 # keys differ in 25 bits takes 3 passes, not 4, and 512 counters stay in L1; measured in
 # BENCHMARKS_NOTES.md, "the bucket sort's buckets by the keys' distribution").
 RUN_BITS = {4: 9}
+# Runs of 32-bit keys in a bucket take passes of 12-bit digits where that saves a pass and the
+# run has WIDE_MIN keys or more (chunk_buckets.cl.mako, cb_bucket_lsd; measured in
+# BENCHMARKS_NOTES.md, "the CPU sort's in-bucket passes of 12-bit digits").
+WIDE_RUNS = True
 
 
 class Chunks(BlockCounts):
@@ -115,7 +119,8 @@ class ChunkBuckets(Chunks):
                                           "cb_buckets")
 
     def template_params(self, policy, profile, device):
-        return dict(lines=self.uses_lines(policy), run_bits=RUN_BITS.get(self.codec.itemsize, 8))
+        return dict(lines=self.uses_lines(policy), run_bits=RUN_BITS.get(self.codec.itemsize, 8),
+                    wide_runs=WIDE_RUNS and self.codec.itemsize == 4)
 
     @staticmethod
     def digits(policy, n, bits):
