@@ -186,10 +186,10 @@ def test_pools_of_deferred_blocks(ctx, queue, rng, monkeypatch):
     monkeypatch.setattr(memory, "block_allocator",
                         lambda q: cl_tools.DeferredAllocator(q.context))
     sorter = clradix.Sorter(ctx)
-    keys = rng.random(5000).astype(np.float32)
+    keys = rng.random(30000).astype(np.float32)   # (beyond one work-group's tile everywhere)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", "Memory pools expect non-deferred")
-        for n in (5000, 1200, 5000):
+        for n in (30000, 20000, 30000):
             d = cl_array.to_device(queue, keys[:n])
             sorter.sort(queue, d).wait()
             np.testing.assert_array_equal(d.get(), np.sort(keys[:n]))

@@ -230,8 +230,11 @@ class OnesweepFused(Onesweep):
 
     @classmethod
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
-        return n * (key_bytes + value_bytes) + sum(cls._layout(policy, index_bytes(n),
-                                                               8 * key_bytes, len(passes)))
+        """The ping-pong buffers, the rings and the digit starts: what a call on an in-order
+        queue asks its allocator for (the state block is the queue's, kept by the Sorter; an
+        out-of-order queue's call asks for it too, state_bytes more)."""
+        _, rings, bins = cls._layout(policy, index_bytes(n), 8 * key_bytes, len(passes))
+        return n * (key_bytes + value_bytes) + rings + bins
 
     def sequence_passes(self, seq, n, passes, descending, key_io, val_io, iota):
         pol = self.policy
