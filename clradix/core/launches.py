@@ -311,7 +311,9 @@ class LaunchSequence:
         self.steps.append(_Call(name, fn))
 
     def names(self):
-        """The commands' names, in order (what a driver's trace records)."""
+        """The commands' names, in order (what a driver's trace records, but for the fill of a
+        state block, which a call enqueues first when it makes the block: a temporary's, or a
+        queue's new one)."""
         return [s.name for s in self.steps]
 
     def run(self, queue, operands, alloc, wait, trace=None, in_order=False, scalars=(),
