@@ -197,8 +197,8 @@ class OnesweepPolicy(SortPolicy):
     spin_limit: int = 4096        # look-back spins before falling back
     max_registers: int = 0        # NVIDIA only: -cl-nv-maxrregcount (0: the compiler's choice)
     fused_passes: bool = False    # the histogram, the scan and every digit pass in one launch
-    #                               after one fill (os_fused; n <= ring_slots x tile: its rings
-    #                               hold every tile of a pass, no slot is reused)
+    #                               (os_fused; n <= ring_slots x tile: its rings hold every
+    #                               tile of a pass, no slot is reused)
 
     algorithm: ClassVar[str] = "onesweep"
 

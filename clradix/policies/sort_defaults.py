@@ -55,8 +55,8 @@ DEFAULTS: Dict[str, SortPolicy] = {
 LARGE_SORT = 1 << 18
 
 # NVIDIA's OpenCL runtime spends about 10 us of host time on every enqueued command, so up to
-# this many keys the onesweep passes run as one launch (os_fused) after one fill: 2 commands
-# instead of 7. Beyond it the seven launches are faster (in one launch a pass's tiles wait for
+# this many keys the onesweep passes run as one launch (os_fused): 1 command (its counters a
+# block the queue keeps zero) instead of 7. Beyond it the seven launches are faster (in one launch a pass's tiles wait for
 # the whole pass before them).
 NVIDIA_FUSED_MAX = 1 << 21
 
