@@ -267,9 +267,9 @@ def test_fused_value_widths_fallback_and_offsets(ctx, queue, rng):
 def test_fused_state_block_is_left_zero(ctx, queue, rng):
     """os_fused's counters and histogram are a block the launch finds zero and leaves zero: on
     an in-order queue the Sorter keeps one for the queue and fills it only when it makes it (a
-    later call is one command), through calls of growing key widths (a larger block replaces
-    it), several calls behind one user event, and the same keys on an out-of-order queue (a
-    temporary filled every call)."""
+    later call is one command), through calls of two key widths (one pass and eight), several
+    calls behind one user event, and on an out-of-order queue (a temporary filled every call).
+    Keys only, two programs (each a long build on CPU devices)."""
     needs_fused(ctx)
     import pyopencl as cl
     import pyopencl.array as cl_array
@@ -282,9 +282,9 @@ def test_fused_state_block_is_left_zero(ctx, queue, rng):
         cl.enqueue_copy(queue, got, block)
         return got
 
-    for dtype in (np.uint8, np.float32, np.uint64, np.int16):
+    for dtype in (np.uint8, np.uint64):
         keys = float_specials(rng, dtype, 23 * TILE + 5)
-        check_sort(queue, sorter, keys, "pairs")
+        check_sort(queue, sorter, keys, "keys")
         assert not kept().any(), f"{np.dtype(dtype)}: the state block was left non-zero"
         d = cl_array.to_device(queue, keys)
         queue.finish()
@@ -292,9 +292,9 @@ def test_fused_state_block_is_left_zero(ctx, queue, rng):
             sorter.sort(queue, d)
         queue.finish()
         assert counted.counts.get("enqueue_fill_buffer", 0) == 0, counted.counts
-        assert not kept().any()
+        assert np.array_equal(d.get(), np.sort(keys)) and not kept().any()
     gate = cl.UserEvent(ctx)
-    keys = [uniform(rng, np.uint32, 7 * TILE + k) for k in range(3)]
+    keys = [float_specials(rng, np.uint64, 7 * TILE + k) for k in range(3)]
     arrays = [cl_array.to_device(queue, k) for k in keys]
     queue.finish()
     for d in arrays:
@@ -308,9 +308,9 @@ def test_fused_state_block_is_left_zero(ctx, queue, rng):
                               .OUT_OF_ORDER_EXEC_MODE_ENABLE)
     except cl.Error:
         return
-    keys = float_specials(rng, np.float32, 13 * TILE + 1)
+    keys = float_specials(rng, np.uint64, 13 * TILE + 1)
     for _ in range(2):
-        check_sort(ooo, sorter, keys, "argsort")
+        check_sort(ooo, sorter, keys, "keys")
     assert ooo not in sorter._pools._states
 
 
