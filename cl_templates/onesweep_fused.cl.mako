@@ -3,9 +3,10 @@
    launch starts and zero again when it ends: the last histogram work-group zeroes the histogram
    once it has scanned it, and the last tile of the last pass zeroes the counters once every
    work-group has passed its last use of them, so a block kept for the next launch on an
-   in-order queue needs no fill in between (drivers/onesweep.py, OnesweepFused). The work-groups take virtual ids from an atomic counter; the first hist_groups of
-   them count the digits of every pass (os_histogram's work) and zero the rings, and the last of
-   those to finish scans the counts into the digit starts (os_bins' work); the others are the
+   in-order queue needs no fill in between (drivers/onesweep.py, OnesweepFused). The
+   work-groups take virtual ids from an atomic counter; the first hist_groups of them count the
+   digits of every pass (os_histogram's work) and zero the rings, and the last of those to
+   finish scans the counts into the digit starts (os_bins' work); the others are the
    tiles of pass 0, then of pass 1, ... (os_pass's pass_tile, onesweep_steps.mako), each waiting
    until the digit starts are ready (pass 0) or every tile of the pass before has written its
    keys. As with the ring, a work-group waits only for work-groups with smaller ids, which have

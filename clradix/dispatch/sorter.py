@@ -362,12 +362,10 @@ class Sorter:
             return self._enqueue(queue, codec, 0, n, 0, codec.bits, descending, False,
                                  SortOperands(src or dst, dst), allocator, wait, checked,
                                  src is not None)
-        if src is None:
-            operands = SortOperands(dst, None, vals_out=(out, out_off))
-        else:
-            operands = SortOperands(src, dst, vals_out=(out, out_off))
         return self._enqueue(queue, codec, index_bytes, n, 0, codec.bits, descending, True,
-                             operands, allocator, wait, checked, src is not None)
+                             SortOperands(src or dst, dst if src else None,
+                                          vals_out=(out, out_off)),
+                             allocator, wait, checked, src is not None)
 
     def _enqueue(self, queue, codec, value_bytes, n, begin_bit, end_bit, descending, argsort,
                  operands, allocator, wait, checked, keys_out=False):

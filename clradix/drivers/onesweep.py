@@ -232,7 +232,7 @@ class OnesweepFused(Onesweep):
     def temp_bytes(cls, policy, profile, n, key_bytes, value_bytes, passes):
         """The ping-pong buffers, the rings and the digit starts: what a call on an in-order
         queue asks its allocator for (the state block is the queue's, kept by the Sorter; an
-        out-of-order queue's call asks for it too, state_bytes more)."""
+        out-of-order queue's call asks for that block too, the first size of _layout)."""
         _, rings, bins = cls._layout(policy, index_bytes(n), 8 * key_bytes, len(passes))
         return n * (key_bytes + value_bytes) + rings + bins
 

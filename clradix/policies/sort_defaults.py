@@ -56,8 +56,8 @@ LARGE_SORT = 1 << 18
 
 # NVIDIA's OpenCL runtime spends about 10 us of host time on every enqueued command, so up to
 # this many keys the onesweep passes run as one launch (os_fused): 1 command (its counters a
-# block the queue keeps zero) instead of 7. Beyond it the seven launches are faster (in one launch a pass's tiles wait for
-# the whole pass before them).
+# block the queue keeps zero) instead of 7. Beyond it the seven launches are faster (in one
+# launch a pass's tiles wait for the whole pass before them).
 NVIDIA_FUSED_MAX = 1 << 21
 
 # NVIDIA, os_fused below LARGE_SORT: items per work-item by the keys' number (at most this
